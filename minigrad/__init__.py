@@ -1,0 +1,27 @@
+"""minigrad: reverse-mode automatic differentiation over NumPy arrays.
+
+Public face::
+
+    import minigrad as mg
+    x = mg.tensor([[1.0, 2.0]], requires_grad=True)
+    y = mg.F.softmax(x @ w).sum()
+    y.backward()            # x.grad is an np.ndarray
+
+Every op is a NumPy forward with a hand-written VJP beside it (``minigrad.op``);
+``gradcheck`` verifies them against finite differences.
+"""
+from . import functional
+from . import functional as F
+from .gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
+from .graph import enable_grad, is_grad_enabled, no_grad
+from .inspect import GraphSummary, graph_summary
+from .op import op, record
+from .tensor import Tensor, as_tensor, tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "tensor", "as_tensor", "no_grad", "enable_grad", "is_grad_enabled", "op", "record",
+    "functional", "F", "gradcheck", "GradcheckError", "GradcheckReport",
+    "taylor_check", "graph_summary", "GraphSummary",
+]

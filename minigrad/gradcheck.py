@@ -1,0 +1,310 @@
+"""Check hand-written VJPs against finite differences, and say exactly what is wrong.
+
+For ``fn`` with output y and a random non-uniform cotangent v (an all-ones cotangent would
+hide a wrong reduction), the scalar L(x) = <fn(x), v> has gradient x̄ = VJP(v), which the
+engine computes with one backward pass. Finite differences estimate it element by element:
+
+    numeric[j] = (L(x + eps e_j) - L(x - eps e_j)) / (2 eps)        (error O(eps²))
+
+and an element passes when |analytic - numeric| <= atol + rtol |numeric|.
+Fast mode instead checks directional derivatives <x̄, u> for random directions u
+(one backward, two forwards per direction and input), and falls back to the element-wise
+check of the failing input to name the element.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .graph import no_grad
+from .tensor import Tensor
+
+__all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
+           "TaylorReport"]
+
+
+class GradcheckError(AssertionError):
+    """Raised by :func:`gradcheck` when a gradient is wrong; ``.report`` holds the details."""
+
+    def __init__(self, report: GradcheckReport) -> None:
+        super().__init__(str(report))
+        self.report = report
+
+
+@dataclass
+class InputReport:
+    """The comparison for one checked input (``index`` is its position in ``inputs``)."""
+
+    index: int
+    shape: tuple
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    worst_index: tuple | None = None
+    analytic: float = float("nan")
+    numeric: float = float("nan")
+    ok: bool = True
+    mode: str = "elementwise"
+
+    def row(self) -> str:
+        flag = "ok" if self.ok else "FAIL"
+        worst = "-" if self.worst_index is None else str(self.worst_index)
+        return (f"{self.index:>5}  {str(self.shape):<16} {self.mode:<11} {self.max_abs_err:>10.3e} "
+                f"{self.max_rel_err:>10.3e}  {worst:<14} {self.analytic:>+13.6e} "
+                f"{self.numeric:>+13.6e}  {flag}")
+
+
+@dataclass
+class GradcheckReport:
+    """Per-input results plus the whole-graph checks (zero cotangent, repeatability)."""
+
+    inputs: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(r.ok for r in self.inputs)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        head = (f"{'input':>5}  {'shape':<16} {'mode':<11} {'max abs err':>10} {'max rel err':>10}"
+                f"  {'worst index':<14} {'analytic':>13} {'numeric':>13}  result")
+        lines = ["gradcheck " + ("passed" if self.ok else "FAILED"), head]
+        lines += [r.row() for r in self.inputs]
+        lines += [f"problem: {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _prepare(inputs: Any) -> tuple[list, list]:
+    """Tensors to pass to fn, and the positions of those to check (as float64)."""
+    if isinstance(inputs, (Tensor, np.ndarray)):
+        inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"gradcheck inputs: got {type(inputs).__name__}; expected a Tensor, an "
+                        "array, or a list/tuple of them")
+    args, checked = [], []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor):
+            if x.requires_grad:
+                if x.dtype != np.float64:
+                    warnings.warn(
+                        f"gradcheck: input {i} is {x.dtype}; finite differences in it are too "
+                        "coarse to mean anything, so it is checked in float64", stacklevel=3)
+                checked.append(i)
+            args.append(x)
+        elif isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            if x.dtype != np.float64:
+                warnings.warn(f"gradcheck: input {i} is {x.dtype}; checking it in float64",
+                              stacklevel=3)
+            args.append(Tensor(x.astype(np.float64), requires_grad=True))
+            checked.append(i)
+        else:
+            args.append(x)
+    if not checked:
+        raise ValueError("gradcheck inputs: none requires grad; expected at least one floating "
+                         "Tensor with requires_grad=True (or a floating array)")
+    return args, checked
+
+
+class _Check:
+    """State of one gradcheck run: the float64 inputs, the cotangent, and fn's scalarization."""
+
+    def __init__(self, fn, args, checked, seed):
+        self.fn, self.args, self.checked = fn, args, checked
+        self.rng = np.random.default_rng(seed)
+        self.saved = {i: (args[i].data, args[i].grad) for i in checked}
+        for i in checked:  # checked tensors are swapped to float64 copies for the duration
+            args[i].data = args[i].data.astype(np.float64, copy=True)
+            args[i].grad = None
+        with no_grad():
+            out = self.output()
+        self.v = self.rng.standard_normal(out.shape)
+
+    def restore(self):
+        for i, (data, grad) in self.saved.items():
+            self.args[i].data, self.args[i].grad = data, grad
+
+    def output(self) -> Tensor:
+        out = self.fn(*self.args)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"gradcheck fn: returned {type(out).__name__}; expected a Tensor")
+        return out
+
+    def loss(self) -> float:
+        with no_grad():
+            return float(np.sum(self.output().data.astype(np.float64) * self.v))
+
+    def analytic(self, v=None, retain=False):
+        for i in self.checked:
+            self.args[i].grad = None
+        out = self.output()
+        if not out.requires_grad:
+            return out, [np.zeros_like(self.args[i].data) for i in self.checked]
+        out.backward(self.v if v is None else v, retain_graph=retain)
+        grads = [self.args[i].grad for i in self.checked]
+        grads = [np.zeros_like(self.args[i].data) if g is None else g for g in grads]
+        return out, grads
+
+    def numeric_elementwise(self, i, eps):
+        x = self.args[i].data
+        num = np.empty_like(x)
+        for j in np.ndindex(x.shape):
+            orig = x[j]
+            x[j] = orig + eps
+            hi = self.loss()
+            x[j] = orig - eps
+            lo = self.loss()
+            x[j] = orig
+            num[j] = (hi - lo) / (2 * eps)
+        return num
+
+    def numeric_directional(self, i, u, eps):
+        x0 = self.args[i].data
+        self.args[i].data = x0 + eps * u
+        hi = self.loss()
+        self.args[i].data = x0 - eps * u
+        lo = self.loss()
+        self.args[i].data = x0
+        return (hi - lo) / (2 * eps)
+
+
+def _compare(i, shape, analytic, numeric, atol, rtol) -> InputReport:
+    rep = InputReport(index=i, shape=shape)
+    if analytic.size == 0:
+        return rep
+    err = np.abs(analytic - numeric)
+    rep.max_abs_err = float(err.max())
+    rep.max_rel_err = float((err / np.maximum(np.abs(numeric), np.finfo(np.float64).tiny)).max())
+    excess = err / (atol + rtol * np.abs(numeric))
+    excess = np.where(np.isnan(excess), np.inf, excess)
+    worst = np.unravel_index(int(np.argmax(excess)), shape)
+    rep.worst_index = tuple(int(w) for w in worst)
+    rep.analytic, rep.numeric = float(analytic[worst]), float(numeric[worst])
+    rep.ok = bool(np.all(excess <= 1))
+    return rep
+
+
+def gradcheck(fn: Callable[..., Tensor], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-4, fast: bool = False, directions: int = 2, seed: int = 0,
+              raise_exception: bool = True) -> GradcheckReport:
+    """Compare ``fn``'s VJPs with central finite differences, in float64.
+
+    ``inputs``: Tensors (those with ``requires_grad`` are checked; ``fn`` may also use them
+    by closure, e.g. a model's parameters) or arrays (floating ones become checked float64
+    Tensors; others are passed through). ``fn(*inputs)`` must return a Tensor of any shape.
+    Checked inputs are evaluated in float64 and restored afterwards, ``.grad`` included.
+    Also checks that a zero cotangent gives zero gradients and that two backward passes
+    give identical gradients. Raises :class:`GradcheckError` (an ``AssertionError``) with
+    the per-input table, or returns the :class:`GradcheckReport` if ``raise_exception=False``.
+    """
+    if not callable(fn):
+        raise TypeError(f"gradcheck fn: got {type(fn).__name__}; expected a callable")
+    if not eps > 0:
+        raise ValueError(f"gradcheck eps: got {eps}; expected a positive step")
+    args, checked = _prepare(inputs)
+    check = _Check(fn, args, checked, seed)
+    report = GradcheckReport()
+    try:
+        out, grads = check.analytic(retain=True)
+        if out.requires_grad:
+            _, again = check.analytic()
+            for i, g1, g2 in zip(checked, grads, again):
+                if not np.array_equal(g1, g2, equal_nan=True):
+                    report.problems.append(f"input {i}: two backward passes differ")
+            _, zeros = check.analytic(v=np.zeros(out.shape))
+            for i, gz in zip(checked, zeros):
+                if np.any(gz != 0):
+                    report.problems.append(f"input {i}: a zero cotangent gave a nonzero gradient")
+        for i, g in zip(checked, grads):
+            shape = check.args[i].shape
+            if g.shape != shape:
+                report.problems.append(f"input {i}: gradient shape {g.shape}, expected {shape}")
+                continue
+            rep = None
+            if fast:
+                rep = _fast_input(check, i, g, eps, atol, rtol, directions)
+            if rep is None or not rep.ok:  # element-wise names the element
+                rep = _compare(i, shape, g, check.numeric_elementwise(i, eps), atol, rtol)
+            report.inputs.append(rep)
+    finally:
+        check.restore()
+    if raise_exception and not report.ok:
+        raise GradcheckError(report)
+    return report
+
+
+def _fast_input(check, i, g, eps, atol, rtol, directions) -> InputReport:
+    """Directional derivatives <x̄, u> against (L(x + eps u) - L(x - eps u)) / 2 eps."""
+    rep = InputReport(index=i, shape=g.shape, mode="fast")
+    for _ in range(directions):
+        u = check.rng.standard_normal(g.shape)
+        analytic = float(np.sum(g * u))
+        numeric = check.numeric_directional(i, u, eps)
+        # the element-wise tolerance, summed along u: Σ |u_j| (atol + rtol |x̄_j|)
+        tol = float(np.sum(np.abs(u) * (atol + rtol * np.abs(g))))
+        err = abs(analytic - numeric)
+        if err >= rep.max_abs_err:
+            rep.max_abs_err, rep.analytic, rep.numeric = err, analytic, numeric
+            rep.max_rel_err = err / max(abs(numeric), np.finfo(np.float64).tiny)
+        rep.ok = rep.ok and err <= tol
+    return rep
+
+
+@dataclass
+class TaylorReport:
+    """Remainders |L(x + h u) - L(x) - h <x̄, u>| for decreasing h, and their fitted order."""
+
+    steps: np.ndarray
+    remainders: np.ndarray
+    order: float
+    ok: bool
+
+    def __str__(self) -> str:
+        rows = "\n".join(f"  h={h:.1e}  remainder={r:.3e}" for h, r in zip(self.steps, self.remainders))
+        verdict = "passed" if self.ok else "FAILED"
+        return f"taylor check {verdict}: remainder shrinks as h^{self.order:.2f}\n{rows}"
+
+
+def taylor_check(fn: Callable[..., Tensor], inputs: Any, *, steps: Sequence[float] = (
+        1e-1, 5e-2, 2.5e-2, 1.25e-2, 6.25e-3), seed: int = 0, min_order: float = 1.8,
+        raise_exception: bool = True) -> TaylorReport:
+    """An eps-free check: with the true gradient, L(x + h u) - L(x) - h <x̄, u> = O(h²).
+
+    A wrong gradient leaves an O(h) remainder. All checked inputs move together along a
+    random direction u; the order is the least-squares slope of log remainder on log h.
+    Remainders at round-off level (a linear L) count as passing.
+    """
+    args, checked = _prepare(inputs)
+    check = _Check(fn, args, checked, seed)
+    try:
+        _, grads = check.analytic()
+        us = [check.rng.standard_normal(g.shape) for g in grads]
+        slope = sum(float(np.sum(g * u)) for g, u in zip(grads, us))
+        base = check.loss()
+        x0 = [check.args[i].data for i in checked]
+        rem = []
+        for h in steps:
+            for i, x, u in zip(checked, x0, us):
+                check.args[i].data = x + h * u
+            rem.append(abs(check.loss() - base - h * slope))
+        for i, x in zip(checked, x0):
+            check.args[i].data = x
+    finally:
+        check.restore()
+    steps_arr, rem_arr = np.asarray(steps, float), np.asarray(rem)
+    floor = 1e-10 * max(abs(base), 1.0)
+    if np.all(rem_arr <= floor):
+        order, ok = float("inf"), True
+    else:
+        keep = rem_arr > floor
+        order = float(np.polyfit(np.log(steps_arr[keep]), np.log(rem_arr[keep]), 1)[0]) \
+            if keep.sum() >= 2 else float("nan")
+        ok = bool(order >= min_order)
+    report = TaylorReport(steps_arr, rem_arr, order, ok)
+    if raise_exception and not ok:
+        raise AssertionError(str(report))
+    return report

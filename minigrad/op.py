@@ -1,0 +1,77 @@
+"""How an op is declared: its forward and its hand-written VJPs, side by side.
+
+Every built-in op is written this way, and so can yours::
+
+    import numpy as np
+    import minigrad as mg
+
+    @mg.op
+    def softplus(x):
+        \"\"\"y = log(1 + e^x).   VJP: x̄ = ȳ · sigmoid(x).\"\"\"
+        y = np.logaddexp(0.0, x)
+        return y, lambda g: g / (1.0 + np.exp(-x))
+
+The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
+by its ``.data``; everything else is passed through unchanged) and returns
+``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
+output's gradient ``g`` to that argument's gradient (a single function when only the first
+argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
+only when its argument is a Tensor that requires grad, sums its result back to the
+argument's shape if the forward broadcast it, and casts it to the argument's dtype.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .graph import Node, _mode
+from .tensor import Tensor
+
+__all__ = ["op", "record"]
+
+
+def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
+    """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
+
+    ``inputs[i]`` pairs with ``vjps[i]``; only pairs whose input is a Tensor requiring grad
+    become edges of the graph. Ops with a variable number of inputs (``concatenate``,
+    ``stack``) call this directly.
+    """
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    if not _mode.enabled:
+        return Tensor._make(out)
+    if callable(vjps):
+        vjps = (vjps,)
+    edges = tuple(
+        (x, vjp)
+        for x, vjp in zip(inputs, vjps)
+        if vjp is not None and isinstance(x, Tensor) and x.requires_grad
+    )
+    if not edges:
+        return Tensor._make(out)
+    return Tensor._make(out, Node(name, edges))
+
+
+def op(forward: Callable | None = None, *, name: str | None = None) -> Callable:
+    """Decorator turning ``forward(*arrays, **consts) -> (out, vjps)`` into a differentiable op.
+
+    Use as ``@op`` or ``@op(name="...")``. The decorated function takes Tensors (or arrays
+    and numbers, treated as constants) and returns a Tensor. The undecorated forward stays
+    reachable as ``.forward``.
+    """
+    if forward is None:
+        return functools.partial(op, name=name)
+    opname = name or forward.__name__
+
+    @functools.wraps(forward)
+    def apply(*args: Any, **kwargs: Any) -> Tensor:
+        raw = [a.data if isinstance(a, Tensor) else a for a in args]
+        out, vjps = forward(*raw, **kwargs)
+        return record(out, args, vjps, opname)
+
+    apply.forward = forward
+    apply.is_op = True
+    return apply

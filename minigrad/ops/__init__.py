@@ -1,0 +1,24 @@
+"""Every built-in op, each declared with ``minigrad.op``: its forward beside its VJP."""
+from .elementwise import (
+    abs, add, astype, clip, div, exp, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
+    sqrt, sub, tanh, where,
+)
+from .linalg import matmul
+from .nn import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .reduce import max, mean, min, sum, var
+from .shape import (
+    broadcast_to, concatenate, expand_dims, getitem, permute, reshape, split, squeeze, stack,
+    swapaxes, transpose,
+)
+
+#: The differentiable public ops, by name (the test suite checks each one's gradient).
+PUBLIC_OPS = (
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs", "sigmoid",
+    "relu", "maximum", "minimum", "where", "clip", "astype",
+    "sum", "mean", "max", "min", "var",
+    "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
+    "getitem", "concatenate", "stack", "split",
+    "matmul",
+    "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
+)
+__all__ = list(PUBLIC_OPS) + ["PUBLIC_OPS"]

@@ -1,0 +1,203 @@
+"""Elementwise ops with full NumPy broadcasting.
+
+Each VJP returns the gradient in the *output's* shape; the engine sums it back to the
+input's shape (``graph.unbroadcast``), so no op here handles broadcasting itself.
+Notation: ``g`` is the gradient of the output, ``out`` the forward result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..op import op
+
+__all__ = [
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs",
+    "sigmoid", "relu", "maximum", "minimum", "where", "clip", "astype",
+]
+
+
+def _identity(g):
+    return g
+
+
+def _negate(g):
+    return -g
+
+
+@op
+def add(a, b):
+    """out = a + b.   VJP: ā = g, b̄ = g."""
+    return np.add(a, b), (_identity, _identity)
+
+
+@op
+def sub(a, b):
+    """out = a - b.   VJP: ā = g, b̄ = -g."""
+    return np.subtract(a, b), (_identity, _negate)
+
+
+@op
+def mul(a, b):
+    """out = a * b.   VJP: ā = g * b, b̄ = g * a."""
+    return np.multiply(a, b), (lambda g: g * b, lambda g: g * a)
+
+
+@op
+def div(a, b):
+    """out = a / b.   VJP: ā = g / b, b̄ = -g * a / b² = -g * out / b."""
+    out = np.true_divide(a, b)
+    return out, (lambda g: g / b, lambda g: -g * out / b)
+
+
+@op
+def neg(a):
+    """out = -a.   VJP: ā = -g."""
+    return np.negative(a), _negate
+
+
+@op
+def pow(a, b):
+    """out = a ** b.   VJP: ā = g * b * a^(b-1),  b̄ = g * out * log(a)  (0 where a = 0, b >= 0).
+
+    The exponent may be a number or a Tensor. At a = 0 the exponent's gradient is taken as
+    0 when b >= 0 (the limit of a^b log a), as PyTorch does.
+    """
+    out = np.power(a, b)
+
+    def vjp_a(g):
+        if isinstance(b, (int, float)) and b == 2:
+            return g * (2 * a)
+        return g * b * np.power(a, b - 1)
+
+    def vjp_b(g):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gb = g * out * np.log(a)
+        return np.where((a == 0) & (b >= 0), 0, gb)
+
+    return out, (vjp_a, vjp_b)
+
+
+@op
+def exp(a):
+    """out = e^a.   VJP: ā = g * out."""
+    out = np.exp(a)
+    return out, lambda g: g * out
+
+
+@op
+def log(a):
+    """out = ln a.   VJP: ā = g / a."""
+    return np.log(a), lambda g: g / a
+
+
+@op
+def sqrt(a):
+    """out = √a.   VJP: ā = g / (2 out)."""
+    out = np.sqrt(a)
+    return out, lambda g: g / (out + out)
+
+
+@op
+def tanh(a):
+    """out = tanh a.   VJP: ā = g * (1 - out²)."""
+    out = np.tanh(a)
+    return out, lambda g: g * (1 - out * out)
+
+
+@op
+def abs(a):
+    """out = |a|.   VJP: ā = g * sign(a)  (0 at a = 0, the subgradient PyTorch uses)."""
+    return np.abs(a), lambda g: g * np.sign(a)
+
+
+@op
+def sigmoid(a):
+    """out = 1 / (1 + e^-a).   VJP: ā = g * out * (1 - out)."""
+    out = np.exp(-np.logaddexp(0, -a))  # no overflow for large |a|
+    return out, lambda g: g * out * (1 - out)
+
+
+@op
+def relu(a):
+    """out = max(a, 0).   VJP: ā = g where a > 0, else 0."""
+    return np.maximum(a, 0), lambda g: g * (a > 0)
+
+
+def _tie_weight(win, tie, dtype):
+    """1 where this side wins, 1/2 on a tie, 0 where it loses."""
+    w = win.astype(dtype)
+    w += 0.5 * tie
+    return w
+
+
+@op
+def maximum(a, b):
+    """out = max(a, b) elementwise.   VJP: ā = g * [a > b] + g/2 * [a = b],  b̄ = g - ā.
+
+    Ties split the gradient evenly between the two inputs (as PyTorch does).
+    """
+    out = np.maximum(a, b)
+
+    def vjp_a(g):
+        return g * _tie_weight(np.greater(a, b), np.equal(a, b), g.dtype)
+
+    def vjp_b(g):
+        return g * _tie_weight(np.greater(b, a), np.equal(a, b), g.dtype)
+
+    return out, (vjp_a, vjp_b)
+
+
+@op
+def minimum(a, b):
+    """out = min(a, b) elementwise.   VJP: ā = g * [a < b] + g/2 * [a = b],  b̄ likewise.
+
+    Ties split the gradient evenly between the two inputs.
+    """
+    out = np.minimum(a, b)
+
+    def vjp_a(g):
+        return g * _tie_weight(np.less(a, b), np.equal(a, b), g.dtype)
+
+    def vjp_b(g):
+        return g * _tie_weight(np.less(b, a), np.equal(a, b), g.dtype)
+
+    return out, (vjp_a, vjp_b)
+
+
+@op
+def where(condition, a, b):
+    """out = a where condition else b.   VJP: ā = g where condition else 0, b̄ = the rest.
+
+    ``condition`` is a boolean array (or bool Tensor) and gets no gradient.
+    """
+    cond = np.asarray(condition, dtype=bool)
+    out = np.where(cond, a, b)
+    return out, (None, lambda g: np.where(cond, g, 0), lambda g: np.where(cond, 0, g))
+
+
+@op
+def clip(a, a_min=None, a_max=None):
+    """out = min(max(a, a_min), a_max).   VJP: ā = g where a_min <= a <= a_max, else 0.
+
+    The bounds are constants (numbers or arrays); either may be None. At a bound the
+    gradient passes through (as ``torch.clamp``).
+    """
+    if a_min is None and a_max is None:
+        raise ValueError("clip: got a_min=None and a_max=None; expected at least one bound")
+    out = np.clip(a, a_min, a_max)
+
+    def vjp(g):
+        inside = np.ones(np.shape(a), dtype=bool)
+        if a_min is not None:
+            inside &= a >= a_min
+        if a_max is not None:
+            inside &= a <= a_max
+        return g * inside
+
+    return out, vjp
+
+
+@op
+def astype(a, dtype):
+    """out = a cast to ``dtype``.   VJP: ā = g cast back to a's dtype (done by the engine)."""
+    return a.astype(dtype, copy=False), _identity

@@ -1,0 +1,100 @@
+"""Reductions over ``axis`` (None, an int, a tuple; negative allowed), with ``keepdims``."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..op import op
+
+try:  # NumPy >= 2.0
+    from numpy.lib.array_utils import normalize_axis_tuple
+except ImportError:  # pragma: no cover
+    from numpy.core.numeric import normalize_axis_tuple
+
+__all__ = ["sum", "mean", "max", "min", "var"]
+
+
+def _axes(axis, ndim):
+    """``axis`` as a sorted tuple of non-negative ints (all axes for None)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    return tuple(sorted(normalize_axis_tuple(axis, ndim, "axis")))
+
+
+def _count(shape, axes):
+    n = 1
+    for ax in axes:
+        n *= shape[ax]
+    return n
+
+
+def _keep(g, ndim, axes, keepdims):
+    """Re-insert the reduced axes of ``g`` as size-1 axes (undoing ``keepdims=False``)."""
+    if keepdims or not axes:
+        return g
+    return np.expand_dims(g, axes) if np.ndim(g) else np.reshape(g, (1,) * ndim)
+
+
+@op
+def sum(a, axis=None, keepdims=False):
+    """out = Σ_axis a.   VJP: ā = g broadcast back over the summed axes."""
+    axes = _axes(axis, a.ndim)
+    out = np.sum(a, axis=axes, keepdims=keepdims)
+    shape, ndim = a.shape, a.ndim  # the VJP must not keep ``a`` alive
+    return out, lambda g: np.broadcast_to(_keep(g, ndim, axes, keepdims), shape)
+
+
+@op
+def mean(a, axis=None, keepdims=False):
+    """out = (1/n) Σ_axis a, n the number of elements reduced.   VJP: ā = g / n, broadcast."""
+    axes = _axes(axis, a.ndim)
+    out = np.mean(a, axis=axes, keepdims=keepdims)
+    n = _count(a.shape, axes)
+    shape, ndim = a.shape, a.ndim
+    return out, lambda g: np.broadcast_to(_keep(g, ndim, axes, keepdims) / n, shape)
+
+
+def _extremum(reduce, a, axis, keepdims):
+    axes = _axes(axis, a.ndim)
+    if a.size == 0:
+        raise ValueError(f"{reduce.__name__}: got an empty array of shape {a.shape}; "
+                         "expected at least one element to reduce")
+    kept = reduce(a, axis=axes, keepdims=True)
+    out = kept if keepdims else np.squeeze(kept, axis=axes)
+
+    def vjp(g):
+        hit = a == kept
+        share = hit / hit.sum(axis=axes, keepdims=True, dtype=a.dtype)
+        return _keep(g, a.ndim, axes, keepdims) * share
+
+    return out, vjp
+
+
+@op
+def max(a, axis=None, keepdims=False):
+    """out = max_axis a.   VJP: ā = g * [a = out] / #ties.
+
+    Ties split the gradient evenly among the maximal elements (as ``torch.amax``).
+    """
+    return _extremum(np.max, a, axis, keepdims)
+
+
+@op
+def min(a, axis=None, keepdims=False):
+    """out = min_axis a.   VJP: ā = g * [a = out] / #ties (ties split evenly)."""
+    return _extremum(np.min, a, axis, keepdims)
+
+
+@op
+def var(a, axis=None, ddof=0, keepdims=False):
+    """out = Σ_axis (a - ā)² / (n - ddof).   VJP: ā_grad = g * 2 (a - mean) / (n - ddof).
+
+    ``ddof=0`` is the population variance (NumPy's default; LayerNorm uses it).
+    The mean's own dependence on ``a`` cancels: Σ (a - mean) = 0.
+    """
+    axes = _axes(axis, a.ndim)
+    d = a - np.mean(a, axis=axes, keepdims=True)
+    denom = _count(a.shape, axes) - ddof
+    out = np.sum(d * d, axis=axes, keepdims=keepdims) / denom
+    return out, lambda g: _keep(g, a.ndim, axes, keepdims) * (2 / denom) * d

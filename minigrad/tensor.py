@@ -1,0 +1,253 @@
+"""``Tensor``: an ``np.ndarray`` with a gradient and a place in the recorded graph."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import graph
+from .graph import Node
+
+__all__ = ["Tensor", "tensor", "as_tensor"]
+
+_FLOATING = (np.float16, np.float32, np.float64)
+
+
+def _check_dtype(data: np.ndarray, requires_grad: bool) -> None:
+    kind = data.dtype.kind
+    if kind not in "biuf":
+        raise TypeError(
+            f"Tensor data: got an array of dtype {data.dtype}; expected a bool, integer or "
+            "floating dtype"
+        )
+    if requires_grad and kind != "f":
+        raise TypeError(
+            f"requires_grad=True: got dtype {data.dtype}; only floating tensors "
+            "(float16, float32, float64) can require grad"
+        )
+
+
+class Tensor:
+    """An n-dimensional array that records the ops applied to it, for reverse-mode autodiff.
+
+    ``Tensor(data)`` wraps ``np.asarray(data)`` without copying it (as ``np.asarray`` and
+    ``torch.from_numpy`` do) and keeps its dtype; ops never write into ``data``. Only
+    floating tensors may ``requires_grad``. After ``backward()``, ``.grad`` holds an
+    ``np.ndarray`` of the same shape and dtype as ``data``; gradients *accumulate* there
+    across uses and across calls until cleared (``t.grad = None`` or ``Module.zero_grad()``).
+    """
+
+    __slots__ = ("data", "grad", "requires_grad", "_node", "_retain", "__weakref__")
+    # Make ``ndarray <op> Tensor`` defer to Tensor's reflected operators.
+    __array_ufunc__ = None
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
+        if isinstance(data, Tensor):
+            data = data.data
+        data = np.asarray(data, dtype=dtype)
+        _check_dtype(data, requires_grad)
+        self.data = data
+        self.grad: np.ndarray | None = None
+        self.requires_grad = bool(requires_grad)
+        self._node: Node | None = None
+        self._retain = False
+
+    @classmethod
+    def _make(cls, data: np.ndarray, node: Node | None = None) -> Tensor:
+        """Fast constructor for op results: no validation, ``data`` is already an ndarray."""
+        t = object.__new__(Tensor)
+        t.data = data
+        t.grad = None
+        t.requires_grad = node is not None
+        t._node = node
+        t._retain = False
+        return t
+
+    # ---- array attributes -------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors created by the user (not by a recorded op)."""
+        return self._node is None
+
+    @property
+    def op(self) -> str | None:
+        """Name of the op that produced this tensor, or None for a leaf."""
+        return None if self._node is None else self._node.op
+
+    def item(self) -> float | int | bool:
+        """The single element as a Python number (holds no reference to the graph)."""
+        return self.data.item()
+
+    def __float__(self) -> float:
+        return float(self.data)
+
+    def __int__(self) -> int:
+        return int(self.data)
+
+    def __bool__(self) -> bool:
+        return bool(self.data)
+
+    def numpy(self) -> np.ndarray:
+        """The underlying array (shared, not copied)."""
+        return self.data
+
+    def detach(self) -> Tensor:
+        """A tensor sharing ``data`` that is cut from the graph and does not require grad."""
+        return Tensor._make(self.data)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` on a leaf in place; returns self."""
+        if self._node is not None and not requires_grad:
+            raise RuntimeError("requires_grad_(False) on a non-leaf tensor: use detach()")
+        _check_dtype(self.data, requires_grad)
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor during ``backward`` (leaves always keep it)."""
+        if self.requires_grad and self._node is not None:
+            self._retain = True
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, separator=", ", prefix="Tensor(", threshold=20)
+        extra = f"shape={self.shape}, dtype={self.dtype}"
+        if self._node is not None:
+            extra += f", op={self._node.op}"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"Tensor({body}, {extra})"
+
+    __hash__ = object.__hash__
+
+    # ---- autodiff ---------------------------------------------------------------------
+    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
+        """Accumulate the gradient of this tensor into ``.grad`` of every leaf it depends on.
+
+        ``grad`` is the cotangent (same shape as this tensor); it may be omitted only for a
+        tensor with one element, where it defaults to 1. The graph is released afterwards
+        (its saved arrays freed) unless ``retain_graph=True``.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward() on a tensor that does not require grad: no input of the ops that "
+                "made it has requires_grad=True (or it was computed under no_grad())"
+            )
+        if grad is None:
+            if self.data.size != 1:
+                raise RuntimeError(
+                    f"backward() without grad on a tensor of shape {self.shape}: an implicit "
+                    "gradient exists only for one-element outputs; pass grad= of that shape"
+                )
+            g = np.ones_like(self.data)
+        else:
+            g = np.asarray(grad.data if isinstance(grad, Tensor) else grad)
+            if g.shape != self.shape:
+                raise ValueError(
+                    f"backward(grad): got shape {g.shape}; expected the tensor's shape {self.shape}"
+                )
+            if g.dtype != self.dtype:
+                g = g.astype(self.dtype)
+        graph.backward(self, g, retain_graph=retain_graph)
+
+    # ---- operators (each defers to an op in minigrad.ops) -----------------------------
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(other, self)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.sub(other, self)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(other, self)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(other, self)
+    def __pow__(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(other, self)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __neg__(self): return _ops.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ops.abs(self)
+    def __getitem__(self, index): return _ops.getitem(self, index)
+
+    # Comparisons give bool tensors and are not differentiable.
+    def __lt__(self, other): return Tensor._make(self.data < _raw(other))
+    def __le__(self, other): return Tensor._make(self.data <= _raw(other))
+    def __gt__(self, other): return Tensor._make(self.data > _raw(other))
+    def __ge__(self, other): return Tensor._make(self.data >= _raw(other))
+    def __eq__(self, other): return Tensor._make(self.data == _raw(other))
+    def __ne__(self, other): return Tensor._make(self.data != _raw(other))
+
+    # ---- NumPy-named methods ----------------------------------------------------------
+    def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return _ops.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def exp(self): return _ops.exp(self)
+    def log(self): return _ops.log(self)
+    def sqrt(self): return _ops.sqrt(self)
+    def tanh(self): return _ops.tanh(self)
+    def abs(self): return _ops.abs(self)
+    def clip(self, a_min=None, a_max=None): return _ops.clip(self, a_min, a_max)
+    def astype(self, dtype): return _ops.astype(self, dtype)
+
+    def reshape(self, *shape):
+        return _ops.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return _ops.transpose(self, axes or None)
+
+    permute = transpose
+
+    def swapaxes(self, axis1, axis2): return _ops.swapaxes(self, axis1, axis2)
+    def squeeze(self, axis=None): return _ops.squeeze(self, axis)
+    def flatten(self): return _ops.reshape(self, (-1,))
+
+    @property
+    def T(self) -> Tensor:
+        """Axes reversed, as ``ndarray.T``."""
+        return _ops.transpose(self, None)
+
+
+def _raw(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    """A new Tensor holding a *copy* of ``data`` (as ``torch.tensor``)."""
+    if isinstance(data, Tensor):
+        data = data.data
+    return Tensor(np.array(data, dtype=dtype, copy=True), requires_grad=requires_grad)
+
+
+def as_tensor(x: Any) -> Tensor:
+    """``x`` itself if it is a Tensor, else a Tensor wrapping ``np.asarray(x)`` (no copy)."""
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+from . import ops as _ops  # noqa: E402  (ops need Tensor defined first)

@@ -1,0 +1,1 @@
+"""vit: a Vision Transformer built on minigrad (see ../shared/spec for the contract)."""
