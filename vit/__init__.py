@@ -1,1 +1,10 @@
-"""vit: a Vision Transformer built on minigrad (see ../shared/spec for the contract)."""
+"""vit: a Vision Transformer that trains end to end on minigrad, in pure NumPy.
+
+``vit_block`` and ``TinyViT`` follow the specifications in ``shared/spec`` to the letter.
+"""
+from .block import Attention, Block, Mlp, attention, mlp, vit_block
+from .losses import Mixed, cross_entropy, mixup, one_hot
+from .model import TinyViT, patchify
+
+__all__ = ["vit_block", "TinyViT", "patchify", "Attention", "Mlp", "Block", "attention", "mlp",
+           "cross_entropy", "mixup", "one_hot", "Mixed"]

@@ -1,0 +1,165 @@
+"""The pre-norm Transformer encoder block: ``vit_block`` and the modules TinyViT is built from.
+
+One data path serves both: the functions ``attention`` and ``mlp`` below do the math on
+``minigrad`` Tensors; the modules ``Attention``, ``Mlp`` and ``Block`` hold parameters and call
+them; ``vit_block`` calls them with bare weight matrices (no biases, no LayerNorm affine).
+
+Shapes: B sequences (batch), T tokens, D features, H heads of width D/H, F hidden MLP features.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import minigrad as mg
+from minigrad import F, Tensor
+from minigrad.nn import LayerNorm, Linear, Module
+
+__all__ = ["attention", "mlp", "vit_block", "Attention", "Mlp", "Block"]
+
+
+def attention(h: Tensor, w_qkv: Tensor, w_o: Tensor, num_heads: int) -> Tensor:
+    """Bidirectional multi-head self-attention, (B, T, D) -> (B, T, D).
+
+    [Q | K | V] = h @ W_qkv, with W_qkv = [W_q | W_k | W_v] of shape (D, 3D); each of Q, K, V
+    is cut into H consecutive chunks of width d = D/H (one per head), and per head
+        A = softmax(Q K^T / sqrt(d)),   O = A V   (softmax over key positions, no mask);
+    the heads are concatenated in order and projected: out = [O_1 ... O_H] @ W_o.
+    The 1/sqrt(d) is applied to Q (T·d products instead of T·T; the same scores).
+    """
+    B, T, D = h.shape
+    d = D // num_heads
+    qkv = (h @ w_qkv).reshape(B, T, 3, num_heads, d).transpose(2, 0, 3, 1, 4)  # (3, B, H, T, d)
+    q, k, v = qkv[0], qkv[1], qkv[2]
+    scores = (q * (1.0 / math.sqrt(d))) @ k.swapaxes(-1, -2)  # (B, H, T, T)
+    heads = F.softmax(scores, axis=-1) @ v  # (B, H, T, d)
+    return heads.transpose(0, 2, 1, 3).reshape(B, T, D) @ w_o
+
+
+def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
+        b2: Tensor | None = None) -> Tensor:
+    """Feed-forward stage, (B, T, D) -> (B, T, D):  GELU_tanh(h @ W1 + b1) @ W2 + b2."""
+    z = h @ w1
+    if b1 is not None:
+        z = z + b1
+    out = F.gelu_tanh(z) @ w2
+    return out if b2 is None else out + b2
+
+
+class Attention(Module):
+    """Multi-head self-attention with a fused bias-free ``qkv`` (D, 3D) and ``proj`` (D, D)."""
+
+    def __init__(self, dim: int, num_heads: int, *, dtype=np.float64,
+                 rng: np.random.Generator | None = None) -> None:
+        super().__init__()
+        _check_heads(dim, num_heads, "num_heads")
+        self.num_heads = num_heads
+        self.qkv = Linear(dim, 3 * dim, bias=False, dtype=dtype, rng=rng)
+        self.proj = Linear(dim, dim, bias=False, dtype=dtype, rng=rng)
+
+    def forward(self, h: Tensor) -> Tensor:
+        return attention(h, self.qkv.weight, self.proj.weight, self.num_heads)
+
+
+class Mlp(Module):
+    """``fc1`` (D, F) -> GELU (tanh) -> ``fc2`` (F, D), with biases."""
+
+    def __init__(self, dim: int, hidden: int, *, dtype=np.float64,
+                 rng: np.random.Generator | None = None) -> None:
+        super().__init__()
+        self.fc1 = Linear(dim, hidden, dtype=dtype, rng=rng)
+        self.fc2 = Linear(hidden, dim, dtype=dtype, rng=rng)
+
+    def forward(self, h: Tensor) -> Tensor:
+        return mlp(h, self.fc1.weight, self.fc2.weight, self.fc1.bias, self.fc2.bias)
+
+
+class Block(Module):
+    """Pre-norm encoder block:  t = t + attn(norm1(t));  t = t + mlp(norm2(t))."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_dim: int, *, dtype=np.float64,
+                 rng: np.random.Generator | None = None) -> None:
+        super().__init__()
+        self.norm1 = LayerNorm(dim, dtype=dtype)
+        self.attn = Attention(dim, num_heads, dtype=dtype, rng=rng)
+        self.norm2 = LayerNorm(dim, dtype=dtype)
+        self.mlp = Mlp(dim, mlp_dim, dtype=dtype, rng=rng)
+
+    def forward(self, t: Tensor) -> Tensor:
+        t = t + self.attn(self.norm1(t))
+        return t + self.mlp(self.norm2(t))
+
+
+def _check_heads(dim: int, num_heads, name: str) -> None:
+    if isinstance(num_heads, bool) or not isinstance(num_heads, (int, np.integer)):
+        raise TypeError(f"{name}: got {num_heads!r} ({type(num_heads).__name__}); expected a "
+                        "positive integer")
+    if num_heads <= 0 or dim % num_heads:
+        raise ValueError(f"{name}: got {num_heads}; expected a positive integer dividing "
+                         f"D = {dim}")
+
+
+_WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2")
+
+
+def _check_block_args(x, weights, num_heads) -> np.dtype:
+    """Validate vit_block's arguments; return their common dtype."""
+    named = {"x": x, **dict(zip(_WEIGHT_NAMES, weights))}
+    for name, a in named.items():
+        if not isinstance(a, (np.ndarray, Tensor)):
+            raise TypeError(f"vit_block {name}: got {type(a).__name__}; expected a NumPy array "
+                            "or a minigrad Tensor")
+        if a.dtype.kind != "f":
+            raise TypeError(f"vit_block {name}: got dtype {a.dtype}; expected a floating dtype "
+                            "(float16, float32 or float64)")
+    dtypes = {a.dtype for a in named.values()}
+    if len(dtypes) > 1:
+        got = ", ".join(f"{n}={a.dtype}" for n, a in named.items())
+        raise TypeError(f"vit_block: got mixed dtypes ({got}); expected one floating dtype")
+    if x.ndim != 3 or 0 in x.shape:
+        raise ValueError(f"vit_block x: got shape {x.shape}; expected (N, T, D) with all "
+                         "dimensions positive")
+    D = x.shape[2]
+    hidden = weights[4].shape[1] if weights[4].ndim == 2 else None
+    expected = {"w_q": (D, D), "w_k": (D, D), "w_v": (D, D), "w_o": (D, D),
+                "w_mlp1": (D, hidden), "w_mlp2": (hidden, D)}
+    for name, w in zip(_WEIGHT_NAMES, weights):
+        want = expected[name]
+        if w.shape != want or (name == "w_mlp1" and not hidden):
+            shown = "(D, F) with F > 0" if name == "w_mlp1" else str(want)
+            raise ValueError(f"vit_block {name}: got shape {w.shape}; expected {shown} "
+                             f"(D = {D} from x of shape {x.shape})")
+    _check_heads(D, num_heads, "vit_block num_heads")
+    return dtypes.pop()
+
+
+def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
+    """One pre-LN ViT encoder block, as ``spec/vit_block.md`` defines it.
+
+        y   = x + MHA(LN(x))                  LN without scale or bias, eps 1e-5, population var
+        out = y + GELU_tanh(LN(y) @ W_mlp1) @ W_mlp2
+
+    x (N, T, D); w_q, w_k, w_v, w_o (D, D); w_mlp1 (D, F); w_mlp2 (F, D); num_heads divides D.
+    NumPy arrays in: a new array out, same dtype, inputs untouched (float16 is computed in
+    float32 and rounded back). minigrad Tensors in (any argument): a differentiable Tensor out.
+    """
+    weights = (w_q, w_k, w_v, w_o, w_mlp1, w_mlp2)
+    dtype = _check_block_args(x, weights, num_heads)
+    compute = np.float32 if dtype == np.float16 else dtype
+    args = (x,) + weights
+    if not any(isinstance(a, Tensor) for a in args):
+        with mg.no_grad():
+            out = _block(*(Tensor(a.astype(compute, copy=False)) for a in args), num_heads)
+        return out.data.astype(dtype, copy=False)
+    args = tuple(a if isinstance(a, Tensor) else Tensor(a) for a in args)
+    if compute != dtype:
+        args = tuple(a.astype(compute) for a in args)
+    out = _block(*args, num_heads)
+    return out.astype(dtype) if compute != dtype else out
+
+
+def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
+    w_qkv = F.concatenate([w_q, w_k, w_v], axis=1)
+    y = x + attention(F.layer_norm(x), w_qkv, w_o, num_heads)
+    return y + mlp(F.layer_norm(y), w_mlp1, w_mlp2)

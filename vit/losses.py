@@ -1,0 +1,78 @@
+"""The model's losses and mixup.
+
+The loss is the engine's fused ``cross_entropy`` (integer labels, soft targets, label
+smoothing): it is re-exported here, not written again.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from minigrad.functional import cross_entropy
+
+__all__ = ["cross_entropy", "one_hot", "mixup", "Mixed"]
+
+
+def one_hot(y, num_classes: int, dtype=np.float64) -> np.ndarray:
+    """Integer labels (B,) -> (B, num_classes) rows with a single 1."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "iu" or y.ndim != 1:
+        raise ValueError(f"one_hot y: got dtype {y.dtype} shape {y.shape}; expected integer "
+                         "labels of shape (B,)")
+    if y.size and (y.min() < 0 or y.max() >= num_classes):
+        raise ValueError(f"one_hot y: got labels in [{y.min()}, {y.max()}]; expected integers "
+                         f"in [0, {num_classes - 1}]")
+    out = np.zeros((len(y), num_classes), dtype=dtype)
+    out[np.arange(len(y)), y] = 1
+    return out
+
+
+class Mixed(NamedTuple):
+    """A mixed batch: images ``x`` and soft targets ``y``, the coefficient ``lam``, and
+    ``index``, the partner of each example (x = lam x + (1 - lam) x[index])."""
+
+    x: np.ndarray
+    y: np.ndarray
+    lam: float
+    index: np.ndarray
+
+
+def mixup(x, y, num_classes: int, *, alpha: float = 0.2, lam: float | None = None,
+          rng: np.random.Generator | None = None, flip: bool = False) -> Mixed:
+    """Mixup (Zhang et al., 2018): x̃ = λ x + (1 - λ) x[π],  ỹ = λ y + (1 - λ) y[π].
+
+    λ ~ Beta(alpha, alpha) unless ``lam`` is given; π is a random permutation of the batch
+    (the paper's choice) or, with ``flip=True``, the reversed batch (timm's choice). Images
+    and one-hot targets (integer labels are one-hot encoded; soft targets are mixed as they
+    are) use the same λ. The inputs are not modified. Cross-entropy against ỹ equals
+    λ·CE(y) + (1 - λ)·CE(y[π]) for the same prediction.
+    """
+    x = np.asarray(x)
+    y = np.asarray(y)
+    if x.ndim < 1 or x.shape[0] == 0 or x.dtype.kind != "f":
+        raise ValueError(f"mixup x: got dtype {x.dtype} shape {x.shape}; expected a floating "
+                         "batch (B, ...) with B >= 1")
+    B = x.shape[0]
+    if y.dtype.kind in "iu":
+        if y.shape != (B,):
+            raise ValueError(f"mixup y: got labels of shape {y.shape}; expected ({B},)")
+        target = one_hot(y, num_classes, x.dtype)
+    elif y.dtype.kind == "f" and y.shape == (B, num_classes):
+        target = y
+    else:
+        raise ValueError(f"mixup y: got dtype {y.dtype} shape {y.shape}; expected integer labels "
+                         f"({B},) or soft targets ({B}, {num_classes})")
+    if rng is None:
+        rng = np.random.default_rng()
+    if lam is None:
+        if not (isinstance(alpha, (int, float)) and alpha > 0 and np.isfinite(alpha)):
+            raise ValueError(f"mixup alpha: got {alpha!r}; expected a positive number")
+        lam = float(rng.beta(alpha, alpha))
+    elif not 0.0 <= lam <= 1.0:
+        raise ValueError(f"mixup lam: got {lam!r}; expected a number in [0, 1]")
+    index = np.arange(B)[::-1].copy() if flip else rng.permutation(B)
+    lam_x = x.dtype.type(lam)
+    x_mixed = lam_x * x + (1 - lam_x) * x[index]
+    y_mixed = lam * target + (1 - lam) * target[index]
+    return Mixed(x_mixed, y_mixed.astype(x.dtype, copy=False), float(lam), index)
