@@ -57,17 +57,25 @@ def neg(a):
 
 @op
 def pow(a, b):
-    """out = a ** b.   VJP: ā = g * b * a^(b-1),  b̄ = g * out * log(a)  (0 where a = 0, b >= 0).
+    """out = a ** b.   VJP: ā = g * b * a^(b-1)  (0 where b = 0),
+    b̄ = g * out * log(a)  (0 where a = 0, b >= 0).
 
-    The exponent may be a number or a Tensor. At a = 0 the exponent's gradient is taken as
-    0 when b >= 0 (the limit of a^b log a), as PyTorch does.
+    The exponent may be a number or a Tensor. Where b = 0, out = 1 is constant in a, so ā = 0
+    even at a = 0 (where b * a^(b-1) would be 0 * inf). At a = 0 the exponent's gradient is
+    taken as 0 when b >= 0 (the limit of a^b log a). Both as PyTorch does.
     """
     out = np.power(a, b)
 
     def vjp_a(g):
-        if isinstance(b, (int, float)) and b == 2:
-            return g * (2 * a)
-        return g * b * np.power(a, b - 1)
+        if isinstance(b, (int, float)):
+            if b == 2:
+                return g * (2 * a)
+            if b == 0:
+                return np.zeros_like(g)
+            return g * b * np.power(a, b - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # the masked 0 * inf
+            ga = g * b * np.power(a, b - 1)
+        return np.where(b == 0, 0, ga)
 
     def vjp_b(g):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -186,8 +194,8 @@ def clip(a, a_min=None, a_max=None):
         raise ValueError("clip: got a_min=None and a_max=None; expected at least one bound")
     out = np.clip(a, a_min, a_max)
 
-    def vjp(g):
-        inside = np.ones(np.shape(a), dtype=bool)
+    def vjp(g):  # in out's shape: array bounds may broadcast a (the engine sums back)
+        inside = np.ones(out.shape, dtype=bool)
         if a_min is not None:
             inside &= a >= a_min
         if a_max is not None:
@@ -199,5 +207,10 @@ def clip(a, a_min=None, a_max=None):
 
 @op
 def astype(a, dtype):
-    """out = a cast to ``dtype``.   VJP: ā = g cast back to a's dtype (done by the engine)."""
-    return a.astype(dtype, copy=False), _identity
+    """out = a cast to ``dtype``.   VJP: ā = g cast back to a's dtype (done by the engine).
+
+    A cast to a non-floating dtype (int, bool) is not differentiable, as in PyTorch: its
+    result does not require grad (an integer gradient would be silently truncated).
+    """
+    out = a.astype(dtype, copy=False)
+    return out, (_identity if out.dtype.kind == "f" else None,)

@@ -1,6 +1,8 @@
 """Reductions over ``axis`` (None, an int, a tuple; negative allowed), with ``keepdims``."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..op import op
@@ -92,9 +94,14 @@ def var(a, axis=None, ddof=0, keepdims=False):
 
     ``ddof=0`` is the population variance (NumPy's default; LayerNorm uses it).
     The mean's own dependence on ``a`` cancels: Σ (a - mean) = 0.
+    With ``ddof >= n`` the count n - ddof is taken as 0, as NumPy and PyTorch do: the
+    variance is inf (nan for a constant slice), and so is its gradient.
     """
     axes = _axes(axis, a.ndim)
     d = a - np.mean(a, axis=axes, keepdims=True)
-    denom = _count(a.shape, axes) - ddof
+    n = _count(a.shape, axes)
+    denom = n - ddof if n > ddof else 0
     out = np.sum(d * d, axis=axes, keepdims=keepdims) / denom
-    return out, lambda g: _keep(g, a.ndim, axes, keepdims) * (2 / denom) * d
+    scale = 2 / denom if denom else math.inf  # a Python number: keeps g's dtype
+    ndim = a.ndim
+    return out, lambda g: _keep(g, ndim, axes, keepdims) * scale * d

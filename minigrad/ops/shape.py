@@ -115,6 +115,7 @@ def getitem(a: Tensor, index) -> Tensor:
 
 def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
     """out = the inputs joined along ``axis``.   VJP: input i gets its slice of g."""
+    tensors = list(tensors)  # a generator would be spent before the graph is recorded
     arrays = [t.data if isinstance(t, Tensor) else np.asarray(t) for t in tensors]
     out = np.concatenate(arrays, axis=axis)
     ax = axis % out.ndim
@@ -130,6 +131,7 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
 
 def stack(tensors: Sequence, axis: int = 0) -> Tensor:
     """out = the inputs stacked along a new ``axis``.   VJP: input i gets g taken at i on it."""
+    tensors = list(tensors)  # a generator would be spent before the graph is recorded
     arrays = [t.data if isinstance(t, Tensor) else np.asarray(t) for t in tensors]
     out = np.stack(arrays, axis=axis)
     ax = axis % out.ndim
