@@ -63,11 +63,12 @@ def mixup(x, y, num_classes: int, *, alpha: float = 0.2, lam: float | None = Non
     else:
         raise ValueError(f"mixup y: got dtype {y.dtype} shape {y.shape}; expected integer labels "
                          f"({B},) or soft targets ({B}, {num_classes})")
+    if (isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating))
+            or not (alpha > 0 and np.isfinite(alpha))):
+        raise ValueError(f"mixup alpha: got {alpha!r}; expected a positive finite number")
     if rng is None:
         rng = np.random.default_rng()
     if lam is None:
-        if not (isinstance(alpha, (int, float)) and alpha > 0 and np.isfinite(alpha)):
-            raise ValueError(f"mixup alpha: got {alpha!r}; expected a positive number")
         lam = float(rng.beta(alpha, alpha))
     elif not 0.0 <= lam <= 1.0:
         raise ValueError(f"mixup lam: got {lam!r}; expected a number in [0, 1]")

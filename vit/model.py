@@ -27,8 +27,12 @@ def patchify(x, patch_size: int):
 
     Works on NumPy arrays and on Tensors (then differentiable) alike.
     """
-    B, C, H, W = x.shape
+    shape = tuple(x.shape)
     P = patch_size
+    if len(shape) != 4 or 0 in shape or shape[2] % P or shape[3] % P:
+        raise ValueError(f"patchify x: got shape {shape}; expected (B, C, H, W) images with "
+                         f"H and W multiples of patch_size = {P}")
+    B, C, H, W = shape
     x = x.reshape(B, C, H // P, P, W // P, P)  # b c h p1 w p2
     x = x.transpose(0, 2, 4, 3, 5, 1)  # b h w p1 p2 c
     return x.reshape(B, (H // P) * (W // P), P * P * C)
@@ -102,6 +106,10 @@ class TinyViT(Module):
     def _images(self, x) -> np.ndarray:
         """Validate images and cast them to the model's dtype (the caller's array is untouched)."""
         x = np.asarray(x.data if isinstance(x, Tensor) else x)
+        self._check_images(x)
+        return x.astype(self.dtype, copy=False)
+
+    def _check_images(self, x) -> None:
         c = self.config
         want = (c["in_chans"], c["img_size"], c["img_size"])
         if x.ndim != 4 or x.shape[1:] != want or x.shape[0] == 0:
@@ -109,7 +117,6 @@ class TinyViT(Module):
                              f"{want[2]}) images with B >= 1 (in_chans, img_size, img_size)")
         if x.dtype.kind not in "biuf":
             raise TypeError(f"TinyViT x: got dtype {x.dtype}; expected a real numeric dtype")
-        return x.astype(self.dtype, copy=False)
 
     def _targets(self, y, batch: int) -> np.ndarray:
         """Integer labels (B,) or soft targets (B, K) in the model's dtype."""
@@ -128,8 +135,16 @@ class TinyViT(Module):
                          f"labels of shape ({batch},) or soft targets of shape ({batch}, {K})")
 
     def patchify(self, x) -> np.ndarray:
-        """(B, C, H, W) -> (B, N, P·P·C), row-major patches flattened as (p1, p2, c)."""
-        return patchify(self._images(x), self.patch_size)
+        """(B, C, H, W) -> (B, N, P·P·C), row-major patches flattened as (p1, p2, c).
+
+        A pure rearrangement: any image size whose sides are multiples of patch_size and any
+        channel count are accepted (the spec's example patchifies a (1, 2, 4, 4) batch with
+        patch_size=2 whatever img_size and in_chans the model was built with).
+        """
+        x = np.asarray(x.data if isinstance(x, Tensor) else x)
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"TinyViT x: got dtype {x.dtype}; expected a real numeric dtype")
+        return patchify(x.astype(self.dtype, copy=False), self.patch_size)
 
     def cls_features(self, x) -> np.ndarray:
         """Final-LayerNormed CLS token, (B, D)."""
@@ -138,8 +153,9 @@ class TinyViT(Module):
 
     def forward(self, x):
         """Logits (B, num_classes): a NumPy array for an array, a differentiable Tensor for a Tensor."""
-        if isinstance(x, Tensor):
-            return self.logits(x)
+        if isinstance(x, Tensor):  # validated and cast (differentiably) to the model's dtype
+            self._check_images(x)
+            return self.logits(x if x.dtype == self.dtype else x.astype(self.dtype))
         with mg.no_grad():
             return self.logits(Tensor(self._images(x))).data
 
@@ -196,6 +212,8 @@ class TinyViT(Module):
             raise ValueError(f"TinyViT.load {path}: no 'config' entry; not a TinyViT file")
         try:
             config = json.loads(str(arrays.pop("config")))
+            if not isinstance(config, dict):
+                raise TypeError(f"expected a JSON object, got {type(config).__name__}")
             dtype = config.pop("dtype")
             model = cls(**config, dtype=dtype)
         except (TypeError, ValueError, KeyError) as e:
@@ -203,7 +221,14 @@ class TinyViT(Module):
         extra = [k for k in arrays if not k.startswith("param/")]
         if extra:
             raise ValueError(f"TinyViT.load {path}: unexpected entries {extra}")
-        model.load_state_dict({k[len("param/"):]: v for k, v in arrays.items()})
+        state = {k[len("param/"):]: v for k, v in arrays.items()}
+        names = [name for name, _ in model.named_parameters()]
+        missing = [name for name in names if name not in state]
+        unexpected = [name for name in state if name not in names]
+        if missing or unexpected:  # a ValueError (load_state_dict's strict check is a KeyError)
+            raise ValueError(f"TinyViT.load {path}: parameters do not match the config: "
+                             f"missing {missing}, unexpected {unexpected}")
+        model.load_state_dict(state)
         return model
 
 
@@ -234,7 +259,10 @@ def load_npz(path) -> dict:
     """Every array of an ``.npz``, read with ``allow_pickle=False``; a clear ValueError for a
     file that is missing, truncated, not an npz, or holds object arrays."""
     try:
-        with np.load(path, allow_pickle=False) as f:
+        f = np.load(path, allow_pickle=False)
+        if not isinstance(f, np.lib.npyio.NpzFile):  # a bare .npy array
+            raise ValueError(f"{path}: a single .npy array, not an .npz archive")
+        with f:
             return {k: f[k] for k in f.files}
     except FileNotFoundError:
         raise
