@@ -12,6 +12,11 @@ def _mT(x):
     return np.swapaxes(x, -1, -2)
 
 
+def _sum_leading(x):
+    """Sum over every axis but the last: (..., k) -> (k,)."""
+    return np.sum(x, axis=tuple(range(x.ndim - 1)))
+
+
 @op
 def matmul(a, b):
     """out = a @ b with NumPy's rules (1-D operands, batched stacks, broadcast batch axes).
@@ -35,7 +40,7 @@ def matmul(a, b):
     if a.ndim == 1:  # (k,) @ (..., k, n) -> (..., n)
         out = a @ b
         return out, (
-            lambda g: (g[..., None, :] @ _mT(b)).reshape(-1, a.shape[0]).sum(0),
+            lambda g: _sum_leading(g[..., None, :] @ _mT(b)),
             lambda g: a[:, None] * g[..., None, :],
         )
     if b.ndim == 1:  # (..., m, k) @ (k,) -> (..., m)

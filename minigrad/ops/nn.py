@@ -191,7 +191,7 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0):
         return g / rows if reduction == "mean" else g
 
     def vjp_logits(g):
-        p = np.exp(lsm)
+        p = np.exp(lsm, order="C")  # C order: the reshape below must be a view
         if hard:
             if eps:
                 p -= eps / C

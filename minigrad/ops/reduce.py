@@ -90,7 +90,7 @@ def min(a, axis=None, keepdims=False):
 
 @op
 def var(a, axis=None, ddof=0, keepdims=False):
-    """out = Σ_axis (a - ā)² / (n - ddof).   VJP: ā_grad = g * 2 (a - mean) / (n - ddof).
+    """out = Σ_axis (a - μ)² / (n - ddof), μ the mean.   VJP: ā = g * 2 (a - μ) / (n - ddof).
 
     ``ddof=0`` is the population variance (NumPy's default; LayerNorm uses it).
     The mean's own dependence on ``a`` cancels: Σ (a - mean) = 0.

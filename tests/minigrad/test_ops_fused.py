@@ -250,3 +250,23 @@ def test_cross_entropy_accepts_label_tensor_and_list():
     ref = F.cross_entropy(mg.Tensor(z), np.array([1, 0, 3])).item()
     assert F.cross_entropy(mg.Tensor(z), mg.Tensor(np.array([1, 0, 3]))).item() == ref
     assert F.cross_entropy(mg.Tensor(z), [1, 0, 3]).item() == ref
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_cross_entropy_hard_labels_on_non_contiguous_logits(label_smoothing):
+    # A permuted (..., C) view makes softmax(logits) non-C-contiguous; the label subtraction
+    # must still land in the gradient (it once went into a discarded reshape copy).
+    rng = np.random.default_rng(7)
+    raw = rng.standard_normal((4, 3, 5))
+    labels = rng.integers(0, 5, size=(3, 4))
+    grads = []
+    for make_contiguous in (False, True):
+        x = mg.Tensor(raw.copy(), requires_grad=True)
+        logits = x.transpose(1, 0, 2)
+        if make_contiguous:
+            logits = logits.reshape(12, 5).reshape(3, 4, 5) * 1.0
+        F.cross_entropy(logits, labels, label_smoothing=label_smoothing).backward()
+        grads.append(x.grad)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=0, atol=1e-15)
+    # each row of d(loss)/d(logits) sums to zero
+    np.testing.assert_allclose(grads[0].sum(axis=-1), 0.0, atol=1e-15)
