@@ -1,0 +1,386 @@
+"""Per-op overhead of minigrad on tiny arrays, against hand-written NumPy and torch autograd.
+
+On 16 floats the arithmetic is nearly free, so what is timed is bookkeeping: wrapping arrays
+in Tensors, recording nodes and VJP closures, the topological sort, and gradient
+accumulation. Two workloads, each in float32 and float64:
+
+  short   (a * b).sum(), then backward                         2 ops
+  chain   10 elementwise ops (mul add mul sub tanh mul add mul exp mul) + sum, then backward
+                                                               11 ops
+
+Three implementations of one training-style step (forward, backward, both gradients):
+
+  numpy     the same math by hand: forward, then the VJPs written out (for the short case
+            grad_a = b * 1, grad_b = a * 1); no graph, no Tensors: the floor
+  minigrad  Tensors with requires_grad, clear .grad, forward, .backward()
+  torch     the same with torch autograd (only if torch imports); threads set to torch's
+            default, which is printed
+
+The step functions are checked to agree on the gradients before anything is timed. Each
+implementation is warmed up, then the implementations are timed in interleaved rounds (the
+order rotates every round) so that drift of a shared machine hits them alike. A round times a
+batch of steps and divides; the table reports the median and the minimum over rounds, in
+microseconds per step, and the ratios of the medians. The garbage collector is off inside a
+timed batch (as ``timeit`` does) and runs between rounds.
+
+    python benchmarks/op_overhead.py              # about half a minute
+    python benchmarks/op_overhead.py --quick      # a few seconds, for a smoke test
+    python benchmarks/op_overhead.py --repeat 51  # more rounds
+
+Only the standard library and NumPy are required; torch is optional.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+# Benchmark the checkout this script lives in, whether or not it is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import minigrad as mg  # noqa: E402
+
+F = mg.F
+
+try:
+    import torch
+except ImportError:  # torch is an optional baseline
+    torch = None
+
+N = 16
+OPS = {"short": 2, "chain": 11}  # recorded ops per step, the final sum included
+
+
+# ---------------------------------------------------------------------------------------
+# The steps. Each factory returns (step, grads): step() runs one forward+backward and
+# grads() returns (grad_a, grad_b) as NumPy arrays from the last step, for the agreement check.
+# ---------------------------------------------------------------------------------------
+def numpy_short(a, b):
+    one = np.ones((), a.dtype)
+    out = {}
+
+    def step():
+        s = (a * b).sum()  # forward
+        g = one  # d s / d s
+        out["a"] = b * g  # backward of mul (the sum's VJP broadcasts g; a scalar does that)
+        out["b"] = a * g
+        return s
+
+    return step, lambda: (out["a"], out["b"])
+
+
+def minigrad_short(a, b):
+    ta = mg.Tensor(a, requires_grad=True)
+    tb = mg.Tensor(b, requires_grad=True)
+
+    def step():
+        ta.grad = None
+        tb.grad = None
+        (ta * tb).sum().backward()
+
+    return step, lambda: (ta.grad, tb.grad)
+
+
+def torch_short(a, b):
+    ta = torch.from_numpy(a.copy()).requires_grad_(True)
+    tb = torch.from_numpy(b.copy()).requires_grad_(True)
+
+    def step():
+        ta.grad = None
+        tb.grad = None
+        (ta * tb).sum().backward()
+
+    return step, lambda: (ta.grad.numpy(), tb.grad.numpy())
+
+
+def _chain_forward(a, b, tanh, exp):
+    """The 10 elementwise ops; works on arrays and Tensors alike. Returns every intermediate."""
+    t1 = a * b
+    t2 = t1 + a
+    t3 = t2 * b
+    t4 = t3 - a
+    t5 = tanh(t4)
+    t6 = t5 * a
+    t7 = t6 + b
+    t8 = t7 * t5
+    t9 = exp(t8)
+    t10 = t9 * b
+    return t1, t2, t3, t4, t5, t6, t7, t8, t9, t10
+
+
+def numpy_chain(a, b):
+    one = np.ones((), a.dtype)
+    out = {}
+
+    def step():
+        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = _chain_forward(a, b, np.tanh, np.exp)
+        s = t10.sum()
+        g10 = one  # d s / d t10: the sum's VJP broadcasts g, a scalar does that
+        g9 = g10 * b  # t10 = t9 * b
+        gb = g10 * t9
+        g8 = g9 * t9  # t9 = exp(t8)
+        g7 = g8 * t5  # t8 = t7 * t5
+        g5 = g8 * t7
+        g6 = g7  # t7 = t6 + b
+        gb = gb + g7
+        g5 = g5 + g6 * a  # t6 = t5 * a
+        ga = g6 * t5
+        g4 = g5 * (1 - t5 * t5)  # t5 = tanh(t4)
+        g3 = g4  # t4 = t3 - a
+        ga = ga - g4
+        g2 = g3 * b  # t3 = t2 * b
+        gb = gb + g3 * t2
+        g1 = g2  # t2 = t1 + a
+        ga = ga + g2
+        ga = ga + g1 * b  # t1 = a * b
+        gb = gb + g1 * a
+        out["a"], out["b"] = ga, gb
+        return s
+
+    return step, lambda: (out["a"], out["b"])
+
+
+def minigrad_chain(a, b):
+    ta = mg.Tensor(a, requires_grad=True)
+    tb = mg.Tensor(b, requires_grad=True)
+
+    def step():
+        ta.grad = None
+        tb.grad = None
+        _chain_forward(ta, tb, F.tanh, F.exp)[-1].sum().backward()
+
+    return step, lambda: (ta.grad, tb.grad)
+
+
+def torch_chain(a, b):
+    ta = torch.from_numpy(a.copy()).requires_grad_(True)
+    tb = torch.from_numpy(b.copy()).requires_grad_(True)
+
+    def step():
+        ta.grad = None
+        tb.grad = None
+        _chain_forward(ta, tb, torch.tanh, torch.exp)[-1].sum().backward()
+
+    return step, lambda: (ta.grad.numpy(), tb.grad.numpy())
+
+
+FACTORIES = {
+    "short": {"numpy": numpy_short, "minigrad": minigrad_short, "torch": torch_short},
+    "chain": {"numpy": numpy_chain, "minigrad": minigrad_chain, "torch": torch_chain},
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------
+def _time_batch(step, inner: int) -> float:
+    """Seconds per step over one batch of ``inner`` steps, garbage collector off."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            step()
+        t1 = time.perf_counter()
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return (t1 - t0) / inner
+
+
+def _calibrate(step, target_s: float) -> int:
+    """Steps per batch so that one batch takes about ``target_s`` seconds."""
+    inner = 1
+    while True:
+        t = _time_batch(step, inner) * inner
+        if t >= target_s / 4 or inner >= 1 << 20:
+            return max(1, int(inner * target_s / max(t, 1e-9)))
+        inner *= 4
+
+
+def run_case(steps: dict, rounds: int, warmup_s: float, batch_s: float) -> dict:
+    """Interleaved rounds over the implementations; returns name -> list of s/step."""
+    names = list(steps)
+    for name in names:  # warm-up: caches, allocator, lazy imports, torch dispatch tables
+        t_end = time.perf_counter() + warmup_s
+        while time.perf_counter() < t_end:
+            steps[name]()
+    inner = {name: _calibrate(steps[name], batch_s) for name in names}
+    samples = {name: [] for name in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]  # rotate who goes first
+        for name in order:
+            samples[name].append(_time_batch(steps[name], inner[name]))
+        gc.collect()
+    return samples
+
+
+def check_agreement(grads: dict, dtype) -> None:
+    ref_a, ref_b = grads["numpy"]()
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for name, get in grads.items():
+        ga, gb = get()
+        for what, got, ref in (("a", ga, ref_a), ("b", gb, ref_b)):
+            if got.dtype != ref.dtype or not np.allclose(got, ref, rtol=tol, atol=tol):
+                raise SystemExit(
+                    f"{name}: grad_{what} disagrees with the hand-written NumPy gradient "
+                    f"(dtype {got.dtype} vs {ref.dtype}, max |diff| "
+                    f"{np.max(np.abs(got.astype(np.float64) - ref)):.3g})"
+                )
+
+
+# ---------------------------------------------------------------------------------------
+# Machine description
+# ---------------------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _blas() -> str:
+    try:
+        from threadpoolctl import threadpool_info  # optional, gives the runtime view
+
+        libs = [
+            f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')}, "
+            f"{i.get('num_threads')} threads)"
+            for i in threadpool_info() if i.get("user_api") == "blas"
+        ]
+        if libs:
+            return "; ".join(libs) + " [threadpoolctl]"
+    except ImportError:
+        pass
+    try:
+        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{cfg.get('name')} {cfg.get('version')} [numpy.show_config]"
+    except Exception:  # older NumPy: no dict mode
+        return "unknown (numpy.show_config has no dict mode here)"
+
+
+def machine_info(torch_threads) -> list:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    rows = [
+        ("CPU", _cpu_model()),
+        ("cores", f"{os.cpu_count()} logical, {usable} usable by this process"),
+        ("Python", f"{platform.python_version()} ({platform.system()} {platform.machine()})"),
+        ("NumPy", np.__version__),
+        ("BLAS", _blas()),
+    ]
+    if torch is not None:
+        rows.append(("torch", f"{torch.__version__}, {torch_threads} intra-op threads (its default)"))
+    else:
+        rows.append(("torch", "not importable: torch column skipped"))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------
+def _us(x: float) -> str:
+    return f"{x * 1e6:8.2f}"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="timed rounds per case (default 31; 7 with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="short run: fewer rounds, shorter batches and warm-up")
+    args = parser.parse_args(argv)
+    rounds = args.repeat if args.repeat is not None else (7 if args.quick else 31)
+    if rounds < 1:
+        parser.error("--repeat must be at least 1")
+    warmup_s, batch_s = (0.05, 0.005) if args.quick else (0.3, 0.03)
+
+    torch_threads = None
+    if torch is not None:
+        torch_threads = torch.get_num_threads()  # the default for this process
+        torch.set_num_threads(torch_threads)
+
+    print("Per-op overhead: forward + backward on", N, "elements")
+    for key, value in machine_info(torch_threads):
+        print(f"  {key:6s} {value}")
+    print(f"  rounds {rounds} per case, ~{batch_s * 1e3:g} ms per timed batch, "
+          f"{warmup_s:g} s warm-up per implementation")
+    print()
+
+    impls = ["numpy", "minigrad"] + (["torch"] if torch is not None else [])
+    results = {}
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal(N).astype(dtype)
+        b = rng.standard_normal(N).astype(dtype)
+        for case in ("short", "chain"):
+            steps, grads = {}, {}
+            for name in impls:
+                steps[name], grads[name] = FACTORIES[case][name](a, b)
+                steps[name]()
+            check_agreement(grads, dtype)
+            results[(case, np.dtype(dtype).name)] = run_case(steps, rounds, warmup_s, batch_s)
+
+    stats = {}  # (case, dtype, impl) -> (median, min) in seconds per step
+    for (case, dt), samples in results.items():
+        for name in impls:
+            stats[(case, dt, name)] = (statistics.median(samples[name]), min(samples[name]))
+    baselines = ["numpy"] + (["torch"] if torch is not None else [])
+
+    def ratios(get):
+        """'mg/np' and 'mg/torch' columns, each as median ratio and min ratio."""
+        cells = ""
+        for base in baselines:
+            mg_med, mg_min = get("minigrad")
+            b_med, b_min = get(base)
+            cells += f" {mg_med / b_med:12.2f}{mg_min / b_min:7.2f} |"
+        return cells
+
+    ratio_head = "".join(f" {'mg/' + ('np' if b == 'numpy' else b) + ' med':>12}{'min':>7} |"
+                         for b in baselines)
+    head = f"{'case':<14}{'ops':>4} |"
+    for name in impls:
+        head += f" {name + ' med':>13}{'min':>9} |"
+    head += ratio_head
+    print("microseconds per step (median and min over rounds); ratios minigrad / baseline")
+    print(head)
+    print("-" * len(head))
+    for (case, dt) in results:
+        row = f"{case + ' ' + dt:<14}{OPS[case]:>4} |"
+        for name in impls:
+            m, lo = stats[(case, dt, name)]
+            row += f" {_us(m):>13}{_us(lo):>9} |"
+        row += ratios(lambda name: stats[(case, dt, name)])
+        print(row)
+
+    print()
+    extra = OPS["chain"] - OPS["short"]
+    print(f"marginal cost of one elementwise op (forward + backward) = (chain - short) / {extra},"
+          " microseconds")
+    head = f"{'dtype':<10}" + "".join(f" {name + ' med':>13}{'min':>9} |" for name in impls)
+    print(head + ratio_head)
+    print("-" * len(head + ratio_head))
+    for dt in ("float32", "float64"):
+        per = {}
+        for name in impls:
+            (c_med, c_min), (s_med, s_min) = stats[("chain", dt, name)], stats[("short", dt, name)]
+            per[name] = ((c_med - s_med) / extra, (c_min - s_min) / extra)
+        row = f"{dt:<10}" + "".join(f" {_us(per[n][0]):>13}{_us(per[n][1]):>9} |" for n in impls)
+        print(row + ratios(per.__getitem__))
+    print()
+    print("Absolute times on a shared machine drift; compare the ratios (min ratios are the")
+    print("least disturbed by other load, median ratios show the typical step).")
+
+if __name__ == "__main__":
+    main()
