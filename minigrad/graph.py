@@ -59,14 +59,14 @@ class _SetGradMode:
         return wrapper
 
 
-def no_grad() -> _SetGradMode:
-    """``with no_grad():`` or ``@no_grad()``: ops inside record nothing (no graph, no memory)."""
-    return _SetGradMode(False)
+def no_grad(fn: Callable | None = None):
+    """``with no_grad():``, ``@no_grad()`` or ``@no_grad``: ops inside record nothing."""
+    return _SetGradMode(False) if fn is None else _SetGradMode(False)(fn)
 
 
-def enable_grad() -> _SetGradMode:
-    """Re-enable recording inside a ``no_grad`` region."""
-    return _SetGradMode(True)
+def enable_grad(fn: Callable | None = None):
+    """Re-enable recording inside a ``no_grad`` region (same three forms as ``no_grad``)."""
+    return _SetGradMode(True) if fn is None else _SetGradMode(True)(fn)
 
 
 class Node:
@@ -92,11 +92,15 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     are summed with ``keepdims``.
     """
     lead = g.ndim - len(shape)
+    if lead < 0:
+        raise ValueError(f"unbroadcast: shape {g.shape} has fewer axes than {shape}")
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
     )
     if axes:
         g = g.sum(axis=axes, keepdims=True)
+    if g.shape[lead:] != shape:  # not a broadcast of ``shape``: never reshape silently
+        raise ValueError(f"unbroadcast: shape {g.shape} is not a broadcast of {shape}")
     return g.reshape(shape)
 
 
@@ -149,7 +153,7 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
             gp = vjp(g)
             fresh = False
             if gp.shape != parent.data.shape:
-                gp = unbroadcast(gp, parent.data.shape)
+                gp = _unbroadcast_checked(gp, parent.data.shape, node.op)
                 fresh = True
             if gp.dtype != parent.data.dtype:
                 gp = gp.astype(parent.data.dtype)
@@ -165,12 +169,24 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
                     owned.add(key)
             elif key in owned:
                 prev += gp
+                grads[key] = prev  # a NumPy scalar (the result of 0-d ops) is rebound by +=
             else:  # prev may alias another tensor's gradient: never write into it
                 grads[key] = prev + gp
                 owned.add(key)
         if not retain_graph:
             node.edges = None
     # Nodes only reachable through released parents keep nothing: ``order`` covers them all.
+
+
+def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:
+    """``unbroadcast``, with an error naming the op when its VJP returned a wrong shape."""
+    try:
+        return unbroadcast(g, shape)
+    except ValueError:
+        raise ValueError(
+            f"backward through op '{op}': its VJP returned a gradient of shape {g.shape}; "
+            f"expected the input's shape {shape} (or a shape that broadcasts to it)"
+        ) from None
 
 
 def _accumulate_leaf(t: Tensor, g: np.ndarray, owned: bool) -> None:

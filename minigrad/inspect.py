@@ -1,6 +1,8 @@
 """Look at a recorded graph: which ops ran, and what each saved for its backward pass."""
 from __future__ import annotations
 
+import functools
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,20 +13,38 @@ __all__ = ["graph_summary", "GraphSummary"]
 
 
 def _saved_arrays(node) -> dict:
-    """Arrays the node's VJP closures hold, by id of the memory they own (views count their base)."""
-    found = {}
-    for _, vjp in node.edges or ():
-        cells = getattr(vjp, "__closure__", None) or ()
-        stack = [c.cell_contents for c in cells if _filled(c)]
-        while stack:
-            obj = stack.pop()
-            if isinstance(obj, np.ndarray):
-                owner = obj
-                while isinstance(owner.base, np.ndarray):
-                    owner = owner.base
-                found[id(owner)] = owner
-            elif callable(obj) and getattr(obj, "__closure__", None):  # helper closures
-                stack.extend(c.cell_contents for c in obj.__closure__ if _filled(c))
+    """Arrays the node's VJPs hold, by id of the memory they own (views count their base).
+
+    Follows closure cells and default arguments into helper closures, tuples/lists/dicts (an
+    index tuple of arrays), ``functools.partial`` objects and small VJP classes (their
+    ``__dict__``), each object once.
+    """
+    found, seen = {}, set()
+    stack = [vjp for _, vjp in node.edges or ()]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            owner = obj
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            found[id(owner)] = owner
+        elif isinstance(obj, (tuple, list)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, functools.partial):
+            stack.extend((obj.func, obj.args, obj.keywords))
+        elif isinstance(obj, types.MethodType):
+            stack.append(obj.__self__)
+        elif isinstance(obj, types.FunctionType):
+            stack.extend(c.cell_contents for c in obj.__closure__ or () if _filled(c))
+            stack.extend((obj.__defaults__ or (), obj.__kwdefaults__ or {}))
+        elif callable(obj) and isinstance(getattr(obj, "__dict__", None), dict) \
+                and not isinstance(obj, type):
+            stack.extend(vars(obj).values())  # a VJP written as a small class
     return found
 
 
@@ -36,9 +56,31 @@ def _filled(cell) -> bool:
     return True
 
 
+def _ops_in_order(t: Tensor) -> list:
+    """Tensors with a node reachable from ``t``, inputs before results (first argument first).
+
+    Unlike the backward sweep's sort, a node already released by ``backward()`` is listed
+    (with nothing saved) rather than refused.
+    """
+    order, seen, stack = [], set(), [(t, False)]
+    while stack:
+        u, expanded = stack.pop()
+        if expanded:
+            order.append(u)
+            continue
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        stack.append((u, True))
+        for parent, _ in reversed(u._node.edges or ()):
+            if parent._node is not None and id(parent) not in seen:
+                stack.append((parent, False))
+    return order
+
+
 @dataclass
 class GraphSummary:
-    """One row per recorded op, in execution order: (op, shape, dtype, bytes saved)."""
+    """One row per recorded op, inputs before results: (op, shape, dtype, bytes saved)."""
 
     rows: list
     total_saved_bytes: int
@@ -61,17 +103,17 @@ def _human(n: int) -> str:
 
 
 def graph_summary(t: Tensor) -> GraphSummary:
-    """Summarize the graph that produced ``t``: each op with its output's shape and dtype and
-    the bytes its VJPs keep alive (arrays captured by the closures; an array shared by several
-    ops counts once in the total). Call before ``backward()``, which releases the graph."""
+    """Summarize the graph that produced ``t``: each op (inputs before results) with its
+    output's shape and dtype and the bytes its VJPs keep alive (arrays captured by the
+    closures; an array shared by several ops counts once in the total). After ``backward()``
+    without ``retain_graph`` the graph is released: only ``t``'s own op is left, saving 0 bytes.
+    """
     if not isinstance(t, Tensor):
         raise TypeError(f"graph_summary: got {type(t).__name__}; expected a Tensor")
-    from .graph import _toposort
-
     if t._node is None:
         return GraphSummary([], 0)
     rows, everything = [], {}
-    for u in _toposort(t):
+    for u in _ops_in_order(t):
         saved = _saved_arrays(u._node)
         everything.update(saved)
         rows.append((u._node.op, u.shape, u.dtype, sum(a.nbytes for a in saved.values())))

@@ -12,7 +12,8 @@ Every built-in op is written this way, and so can yours::
         return y, lambda g: g / (1.0 + np.exp(-x))
 
 The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
-by its ``.data``; everything else is passed through unchanged) and returns
+by its ``.data``, every NumPy scalar by the Python number it holds, so that it does not
+promote a float32 tensor to float64; everything else is passed through unchanged) and returns
 ``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
 output's gradient ``g`` to that argument's gradient (a single function when only the first
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
@@ -68,7 +69,10 @@ def op(forward: Callable | None = None, *, name: str | None = None) -> Callable:
 
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
-        raw = [a.data if isinstance(a, Tensor) else a for a in args]
+        # NumPy scalars become Python numbers, which NumPy (NEP 50) treats as weakly typed:
+        # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does.
+        raw = [a.data if isinstance(a, Tensor) else a.item() if isinstance(a, np.generic) else a
+               for a in args]
         out, vjps = forward(*raw, **kwargs)
         return record(out, args, vjps, opname)
 

@@ -10,8 +10,6 @@ from .graph import Node
 
 __all__ = ["Tensor", "tensor", "as_tensor"]
 
-_FLOATING = (np.float16, np.float32, np.float64)
-
 
 def _check_dtype(data: np.ndarray, requires_grad: bool) -> None:
     kind = data.dtype.kind
@@ -211,7 +209,10 @@ class Tensor:
     def sqrt(self): return _ops.sqrt(self)
     def tanh(self): return _ops.tanh(self)
     def abs(self): return _ops.abs(self)
-    def clip(self, a_min=None, a_max=None): return _ops.clip(self, a_min, a_max)
+    def clip(self, min=None, max=None, *, a_min=None, a_max=None):
+        """``ndarray.clip(min, max)``; ``np.clip``'s ``a_min=``/``a_max=`` also accepted."""
+        return _ops.clip(self, min if a_min is None else a_min, max if a_max is None else a_max)
+
     def astype(self, dtype): return _ops.astype(self, dtype)
 
     def reshape(self, *shape):
