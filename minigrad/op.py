@@ -23,6 +23,7 @@ argument's shape if the forward broadcast it, and casts it to the argument's dty
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -51,7 +52,7 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
         for x, vjp in zip(inputs, vjps)
         if vjp is not None and isinstance(x, Tensor) and x.requires_grad
     )
-    if not edges:
+    if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
         return Tensor._make(out)
     return Tensor._make(out, Node(name, edges))
 
@@ -66,9 +67,26 @@ def op(forward: Callable | None = None, *, name: str | None = None) -> Callable:
     if forward is None:
         return functools.partial(op, name=name)
     opname = name or forward.__name__
+    signature = inspect.signature(forward)
+    positional = [p.name for p in signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def by_position(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Move keyword arguments that name positional parameters into their positions, so a
+        Tensor passed by keyword (``layer_norm(x, weight=w)``) is an input like any other."""
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        rest = {k: v for k, v in values.items() if k not in positional}
+        for k, p in signature.parameters.items():  # a forward's own **kwargs
+            if p.kind is p.VAR_KEYWORD:
+                rest.update(rest.pop(k, {}))
+        return tuple(values[k] for k in positional), rest
 
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
+        if kwargs and any(isinstance(v, Tensor) for v in kwargs.values()):
+            args, kwargs = by_position(args, kwargs)
         # NumPy scalars become Python numbers, which NumPy (NEP 50) treats as weakly typed:
         # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does.
         raw = [a.data if isinstance(a, Tensor) else a.item() if isinstance(a, np.generic) else a

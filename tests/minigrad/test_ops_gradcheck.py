@@ -197,8 +197,6 @@ def test_concatenate_and_stack_accept_a_generator():
         np.testing.assert_array_equal(x.grad, np.full(2, 2.0 * (i + 1)))
 
 
-@pytest.mark.xfail(reason="minigrad/op.py unwraps only positional Tensor arguments: a Tensor "
-                          "passed by keyword reaches the NumPy forward as a Tensor", strict=False)
 def test_tensor_arguments_by_keyword():
     rng = np.random.default_rng(3)
     x = mg.Tensor(rng.standard_normal((2, 3)), requires_grad=True)
