@@ -1,0 +1,311 @@
+"""The command line: ``python -m vit {train,eval,plot,gradcheck}`` (also the ``vit`` script).
+
+Usage errors (unknown options, bad values, unreadable files) exit with status 2 and one
+line on stderr; a run that diverges exits with status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
+
+__all__ = ["main", "build_parser"]
+
+DEFAULTS = TrainOptions()
+
+
+def _number(kind: type, test: Callable[[float], bool], expected: str) -> Callable[[str], float]:
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"got {text!r}; expected {expected}") from None
+        if not (np.isfinite(value) and test(value)):
+            raise argparse.ArgumentTypeError(f"got {text}; expected {expected}")
+        return value
+    parse.__name__ = expected  # argparse names the type in some messages
+    return parse
+
+
+positive_int = _number(int, lambda v: v > 0, "a positive integer")
+natural = _number(int, lambda v: v >= 0, "an integer >= 0")
+positive = _number(float, lambda v: v > 0, "a positive number")
+nonnegative = _number(float, lambda v: v >= 0, "a number >= 0")
+fraction = _number(float, lambda v: 0 <= v < 1, "a number in [0, 1)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (exit status 2) instead of the usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _model_options(p: argparse.ArgumentParser, small: bool = False) -> None:
+    d = TrainOptions(dim=16, heads=2, mlp_dim=32) if small else DEFAULTS
+    default = (lambda v: v) if small else (lambda v: None)
+    p.add_argument("--patch-size", type=positive_int, default=default(d.patch_size),
+                   help=f"patch side P (default {d.patch_size})")
+    p.add_argument("--dim", type=positive_int, default=default(d.dim),
+                   help=f"token width D (default {d.dim})")
+    p.add_argument("--heads", type=positive_int, default=default(d.heads),
+                   help=f"attention heads, dividing D (default {d.heads})")
+    p.add_argument("--mlp-dim", type=positive_int, default=default(d.mlp_dim),
+                   help=f"hidden width of the MLP (default {d.mlp_dim})")
+    p.add_argument("--no-pos-emb", action="store_true", default=False if small else None,
+                   help="leave out the position embeddings")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand. ``train`` options default to None so that ``--resume``
+    can tell which were given."""
+    parser = _Parser(prog="vit", description="Train and inspect TinyViT.")
+    parser.add_argument("--threads", type=positive_int, default=1,
+                        help="BLAS threads (default 1: fastest for these small matrices)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    t = sub.add_parser("train", help="train a model (defaults: full model on the bundled digits)",
+                       description="Train TinyViT; every epoch is evaluated, logged to "
+                       f"OUT/{METRICS} and checkpointed to OUT/{CHECKPOINT}.")
+    t.add_argument("--task", choices=["digits", "position"], default=None,
+                   help="digits: the bundled digits or --data; position: the synthetic "
+                   "where-is-the-blob task (default digits)")
+    t.add_argument("--data", default=None, metavar="PATH",
+                   help="a .npz (x, y[, x_test, y_test]) or a folder of MNIST IDX files")
+    _model_options(t)
+    d = DEFAULTS
+    t.add_argument("--epochs", type=positive_int, default=None, help=f"(default {d.epochs})")
+    t.add_argument("--batch-size", type=positive_int, default=None,
+                   help=f"(default {d.batch_size})")
+    t.add_argument("--optimizer", choices=["adamw", "sgd"], default=None,
+                   help=f"sgd has momentum --momentum (default {d.optimizer})")
+    t.add_argument("--lr", type=positive, default=None,
+                   help="peak learning rate (default 3e-3 adamw, 0.02 sgd, 0.5 --probe)")
+    t.add_argument("--momentum", type=nonnegative, default=None,
+                   help=f"SGD momentum (default {d.momentum})")
+    t.add_argument("--weight-decay", type=nonnegative, default=None,
+                   help=f"(default {d.weight_decay}; decoupled for adamw)")
+    t.add_argument("--schedule", choices=["onecycle", "cosine", "constant"], default=None,
+                   help=f"learning-rate schedule over all epochs (default {d.schedule})")
+    t.add_argument("--warmup", type=fraction, default=None, metavar="FRACTION",
+                   help="share of the steps warming up (default 0.3 onecycle, 0.05 cosine, "
+                   "0 constant)")
+    t.add_argument("--mixup", type=nonnegative, default=None, metavar="ALPHA",
+                   help=f"mixup Beta(alpha, alpha); 0 disables (default {d.mixup})")
+    t.add_argument("--shift", type=natural, default=None, metavar="PIXELS",
+                   help=f"random translation by up to PIXELS (default {d.shift})")
+    t.add_argument("--label-smoothing", type=fraction, default=None, metavar="EPS",
+                   help=f"(default {d.label_smoothing})")
+    t.add_argument("--probe", action="store_true", default=None,
+                   help="train the head only (TinyViT.train_step's linear probe, plain SGD)")
+    t.add_argument("--seed", type=natural, default=None, help=f"(default {d.seed})")
+    t.add_argument("--dtype", choices=["float32", "float64"], default=None,
+                   help=f"(default {d.dtype})")
+    t.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="run folder (default runs/TASK)")
+    t.add_argument("--resume", action="store_true", help=f"continue the run in OUT/{CHECKPOINT}")
+    t.add_argument("--overwrite", action="store_true", help="start over in a used OUT")
+    t.add_argument("--stop-after", type=positive_int, default=None, metavar="EPOCH",
+                   help="stop once EPOCH epochs are done, resumable (the schedule still "
+                   "spans --epochs)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("eval", help="accuracy and confusion matrix of a checkpoint")
+    e.add_argument("checkpoint", type=Path, metavar="CHECKPOINT")
+    e.add_argument("--data", default=None, metavar="PATH",
+                   help="evaluate on this data's test split (default: the run's data)")
+    e.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("plot", help="PNG figures of a run: curves, confusion, CLS attention")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--images", type=positive_int, default=6, help="attention maps to draw")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="where to write the figures (default RUN_DIR)")
+    p.set_defaults(func=cmd_plot)
+
+    g = sub.add_parser("gradcheck", help="check every parameter's gradient in float64")
+    _model_options(g, small=True)
+    g.add_argument("--batch", type=positive_int, default=3, help="images (default 3)")
+    g.add_argument("--classes", type=positive_int, default=3, help="classes (default 3)")
+    g.add_argument("--img-size", type=positive_int, default=8, help="image side (default 8)")
+    g.add_argument("--fast", action="store_true", help="random directions, not every element")
+    g.add_argument("--seed", type=natural, default=0)
+    g.set_defaults(func=cmd_gradcheck)
+    return parser
+
+
+def _given(args: argparse.Namespace) -> dict:
+    """The training options given on the command line."""
+    return {f.name: getattr(args, f.name) for f in fields(TrainOptions)
+            if getattr(args, f.name, None) is not None}
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .checkpoint import load_checkpoint
+    from .train import train
+
+    given = _given(args)
+    out = args.out or Path("runs") / given.get("task", DEFAULTS.task)
+    if args.resume:
+        if not (out / CHECKPOINT).exists():
+            raise ValueError(f"--resume: {out / CHECKPOINT} does not exist; nothing to resume")
+        options = TrainOptions.from_dict(load_checkpoint(out / CHECKPOINT).options)
+        resolved = options.resolved()
+        for name, value in given.items():
+            saved = getattr(resolved, name)
+            if value != saved:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"--resume continues the saved run exactly, but {flag} {value} "
+                                 f"differs from its {saved}; drop {flag} or start a new --out")
+    else:
+        options = TrainOptions(**given)
+    history = train(options, out, resume=args.resume, overwrite=args.overwrite,
+                    stop_after=args.stop_after, quiet=args.quiet)
+    if history:
+        last = history[-1]
+        seconds = sum(r["seconds"] for r in history)
+        print(f"done: epoch {last['epoch']}/{options.epochs}, test accuracy "
+              f"{100 * last['test_acc']:.2f}% (loss {last['test_loss']:.4f}), {seconds:.1f}s "
+              f"for {len(history)} epochs; run folder {out}")
+    return 0
+
+
+def _eval_data(ck: Any, data_path: str | None) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Normalized test images and labels for a checkpoint (its own data unless given)."""
+    from .data import load_data
+    from .train import load_task
+
+    o = TrainOptions.from_dict(ck.options)
+    data = load_data(data_path) if data_path is not None else load_task(o)
+    cfg = ck.model.config
+    if data.image_shape != (cfg["in_chans"], cfg["img_size"], cfg["img_size"]) or \
+            data.y_test.max() >= cfg["num_classes"]:
+        raise ValueError(f"{data.describe()} does not fit the checkpoint's model "
+                         f"({cfg['in_chans']}x{cfg['img_size']}x{cfg['img_size']} images, "
+                         f"{cfg['num_classes']} classes)")
+    return data, ck.normalizer(data.x_test, ck.model.dtype), data.y_test
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .checkpoint import load_checkpoint
+    from .plots import confusion_matrix
+    from .train import evaluate
+
+    ck = load_checkpoint(args.checkpoint)
+    data, x, y = _eval_data(ck, args.data)
+    loss, acc, pred = evaluate(ck.model, x, y)
+    k = ck.model.config["num_classes"]
+    matrix = confusion_matrix(y, pred, k)
+    print(f"{args.checkpoint} (epoch {ck.epoch}) on the test split of {data.describe()}")
+    print(f"accuracy {100 * acc:.2f}% ({int(np.trace(matrix))}/{len(y)}), loss {loss:.4f}")
+    print("confusion matrix (rows: true class, columns: predicted class)")
+    width = max(3, len(str(matrix.max())) + 1)
+    print("true\\pred" + "".join(f"{j:>{width}}" for j in range(k)))
+    for i in range(k):
+        print(f"{i:>9}" + "".join(f"{v:>{width}}" for v in matrix[i]))
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .attention_maps import cls_attention
+    from .checkpoint import load_checkpoint
+    from .plots import confusion_matrix, plot_attention, plot_confusion, plot_curves
+    from .plots import require_matplotlib
+    from .train import evaluate, read_metrics
+
+    require_matplotlib()
+    run = args.run_dir
+    if not (run / METRICS).exists():
+        raise ValueError(f"{run}: no {METRICS}; expected a run folder written by `vit train`")
+    rows = read_metrics(run / METRICS)
+    if not rows:
+        raise ValueError(f"{run / METRICS}: no completed epoch to plot")
+    ck = load_checkpoint(run / CHECKPOINT)
+    data, x, y = _eval_data(ck, None)
+    _, acc, pred = evaluate(ck.model, x, y)
+    out = args.out or run
+    out.mkdir(parents=True, exist_ok=True)
+    pick = np.linspace(0, len(x) - 1, min(args.images, len(x))).astype(int)
+    written = [
+        plot_curves(rows, out / "curves.png"),
+        plot_confusion(confusion_matrix(y, pred, data.num_classes), out / "confusion.png",
+                       f"test confusion, epoch {ck.epoch} ({100 * acc:.1f}%)"),
+        plot_attention(data.x_test[pick], cls_attention(ck.model, x[pick]), y[pick], pred[pick],
+                       out / "attention.png"),
+    ]
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_gradcheck(args: argparse.Namespace) -> int:
+    import minigrad as mg
+    from minigrad import F, Tensor
+
+    from .losses import mixup
+    from .model import TinyViT
+
+    rng = np.random.default_rng(args.seed)
+    model = TinyViT(img_size=args.img_size, patch_size=args.patch_size, dim=args.dim,
+                    num_heads=args.heads, mlp_dim=args.mlp_dim, num_classes=args.classes,
+                    use_pos_emb=not args.no_pos_emb, dtype=np.float64, seed=args.seed)
+    x = rng.standard_normal((args.batch, 1, args.img_size, args.img_size))
+    soft = mixup(x, rng.integers(0, args.classes, args.batch), args.classes, rng=rng).y
+    names, params = zip(*model.named_parameters())
+    for p in params:  # move LayerNorm gains and zero biases off their special initial values
+        p.data += 0.1 * rng.standard_normal(p.shape)
+
+    def loss(*_: Tensor) -> Tensor:  # mixup's soft targets with label smoothing, as in training
+        return F.cross_entropy(model(Tensor(x)), soft, label_smoothing=0.1)
+
+    report = mg.gradcheck(loss, list(params), fast=args.fast, raise_exception=False)
+    print(f"gradcheck of TinyViT ({model.num_parameters()} parameters, float64, "
+          f"{'random directions' if args.fast else 'every element'}): d loss / d parameter")
+    print(f"{'parameter':<24} {'shape':<12} {'max abs err':>11} {'max rel err':>11}  result")
+    for r in report.inputs:
+        print(f"{names[r.index]:<24} {str(r.shape):<12} {r.max_abs_err:>11.2e} "
+              f"{r.max_rel_err:>11.2e}  {'ok' if r.ok else 'FAIL'}")
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    print("gradcheck " + ("passed" if report.ok else "FAILED"))
+    return 0 if report.ok else 1
+
+
+@contextlib.contextmanager
+def _blas_threads(n: int) -> Iterator[None]:
+    """Limit BLAS threads: with many tiny matrices, extra threads only add overhead."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # a declared dependency; run unlimited if it is missing anyway
+        yield
+        return
+    with threadpool_limits(limits=n, user_api="blas"):
+        yield
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prefix = f"vit {args.command}: error: "
+    try:
+        with _blas_threads(args.threads):
+            return args.func(args)
+    except (ValueError, FileNotFoundError, ImportError) as e:
+        print(prefix + " ".join(str(e).split()), file=sys.stderr)
+        return 1 if isinstance(e, ImportError) else 2
+    except TrainingDiverged as e:
+        print(prefix + str(e), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\nvit {args.command}: interrupted; the last checkpoint is kept (continue with "
+              "--resume)", file=sys.stderr)
+        return 130

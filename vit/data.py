@@ -1,0 +1,309 @@
+"""Data for the training command: the bundled digits, user data, and a synthetic position task.
+
+Every loader returns a :class:`Dataset` of raw images ``(N, C, H, W)`` (float32, unnormalized)
+and integer labels. :class:`Normalizer` holds the per-channel mean and standard deviation of
+the *training* pixels only; the training checkpoint stores them, so evaluation normalizes
+new data exactly as training did.
+
+* :func:`load_digits` -- the UCI "Optical Recognition of Handwritten Digits" set as
+  scikit-learn ships it (1,797 8x8 images, 0..16, 10 classes), bundled in
+  ``vit/data/digits.npz`` with a fixed stratified 80/20 split (see ``vit/data/README.md``).
+* :func:`load_npz_dataset` -- a user ``.npz`` with ``x`` (N, H, W) or (N, C, H, W) and integer
+  ``y``, optionally ``x_test`` and ``y_test`` (otherwise a stratified 80/20 split).
+* :func:`load_idx_folder` -- a folder of MNIST IDX files (``train-images-idx3-ubyte[.gz]``...).
+* :func:`position_task` -- label = where a fixed blob sits; only position embeddings can tell.
+
+Nothing here unpickles: ``.npz`` files are read with ``allow_pickle=False``.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .model import load_npz
+
+__all__ = ["Dataset", "Normalizer", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
+           "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
+           "load_data", "position_task"]
+
+#: The bundled digits (package data).
+DIGITS_PATH = Path(__file__).with_name("data") / "digits.npz"
+#: The seed of every train/test split made here (fixed, so the test set never moves).
+SPLIT_SEED = 0
+#: The held-out share of a split.
+TEST_FRACTION = 0.2
+
+
+@dataclass
+class Dataset:
+    """Raw images (N, C, H, W) float32 and int64 labels in [0, num_classes), train and test."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    name: str
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(C, H, W) of one image."""
+        return tuple(self.x_train.shape[1:])  # type: ignore[return-value]
+
+    def describe(self) -> str:
+        c, h, w = self.image_shape
+        return (f"{self.name}: {len(self.x_train)} train / {len(self.x_test)} test images of "
+                f"{c}x{h}x{w}, {self.num_classes} classes")
+
+
+@dataclass
+class Normalizer:
+    """Per-channel ``(x - mean) / std`` with statistics from the training pixels."""
+
+    mean: np.ndarray  # (C,) float64
+    std: np.ndarray  # (C,) float64
+
+    @classmethod
+    def fit(cls, x_train: np.ndarray) -> Normalizer:
+        """Mean and standard deviation of every training pixel, per channel (std 0 -> 1)."""
+        x = np.asarray(x_train, dtype=np.float64)
+        mean = x.mean(axis=(0, 2, 3))
+        std = x.std(axis=(0, 2, 3))
+        return cls(mean, np.where(std > 0, std, 1.0))
+
+    def __call__(self, x: np.ndarray, dtype=np.float32) -> np.ndarray:
+        """Normalized images in ``dtype``."""
+        out = (np.asarray(x, np.float64) - self.mean[:, None, None]) / self.std[:, None, None]
+        return out.astype(dtype)
+
+
+def stratified_split(y: np.ndarray, test_fraction: float = TEST_FRACTION,
+                     seed: int = SPLIT_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (train, test), each sorted: round(test_fraction * n_c) random examples of every
+    class c go to the test side. Deterministic for a given seed."""
+    y = np.asarray(y)
+    rng = np.random.default_rng(seed)
+    test = []
+    for c in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == c))
+        test.append(members[:int(round(test_fraction * len(members)))])
+    test_idx = np.sort(np.concatenate(test)) if test else np.zeros(0, np.int64)
+    is_test = np.zeros(len(y), bool)
+    is_test[test_idx] = True
+    if is_test.all() or not is_test.any():
+        raise ValueError(f"cannot split {len(y)} examples {1 - test_fraction:.0%}/"
+                         f"{test_fraction:.0%} by class: too few examples per class")
+    return np.flatnonzero(~is_test), test_idx
+
+
+# ---- validation ------------------------------------------------------------------------------
+def _images(x: np.ndarray, where: str) -> np.ndarray:
+    """(N, H, W) or (N, C, H, W) real finite images -> (N, C, H, W) float32."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "biuf":
+        raise ValueError(f"{where}: images have dtype {x.dtype}; expected real numbers")
+    if x.ndim == 3:
+        x = x[:, None]
+    if x.ndim != 4 or 0 in x.shape:
+        raise ValueError(f"{where}: images have shape {x.shape}; expected (N, H, W) or "
+                         "(N, C, H, W) with every size positive")
+    if x.shape[2] != x.shape[3]:
+        raise ValueError(f"{where}: images are {x.shape[2]}x{x.shape[3]}; TinyViT needs square "
+                         "images (H == W)")
+    x = x.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError(f"{where}: images hold NaN or infinite values (or values beyond float32)")
+    return x
+
+
+def _labels(y: np.ndarray, n: int, where: str) -> np.ndarray:
+    """Integer class labels (N,) >= 0 -> int64. Whole-valued floats are accepted."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{where}: labels have shape {y.shape}; expected ({n},)")
+    if len(y) != n:
+        raise ValueError(f"{where}: {len(y)} labels for {n} images; expected one label per image")
+    if y.dtype.kind == "f":
+        if not (np.isfinite(y).all() and np.array_equal(y, np.round(y))):
+            raise ValueError(f"{where}: labels are not integers (dtype {y.dtype} with fractional "
+                             "or non-finite values); expected class indices 0, 1, ...")
+    elif y.dtype.kind not in "iu":
+        raise ValueError(f"{where}: labels have dtype {y.dtype}; expected integer class indices")
+    if n and y.min() < 0:
+        raise ValueError(f"{where}: labels include {y.min()}; expected class indices >= 0")
+    return y.astype(np.int64)
+
+
+def _dataset(x, y, x_test, y_test, name: str) -> Dataset:
+    """Validate, split when there is no test set, and count the classes."""
+    x = _images(x, f"{name} x")
+    y = _labels(y, len(x), f"{name} y")
+    if x_test is None:
+        train, test = stratified_split(y)
+        x, y, x_test, y_test = x[train], y[train], x[test], y[test]
+    else:
+        x_test = _images(x_test, f"{name} x_test")
+        y_test = _labels(y_test, len(x_test), f"{name} y_test")
+        if x_test.shape[1:] != x.shape[1:]:
+            raise ValueError(f"{name}: test images are {x_test.shape[1:]} but training images "
+                             f"are {x.shape[1:]}; expected the same (C, H, W)")
+    num_classes = int(max(y.max(), y_test.max())) + 1
+    if num_classes < 2:
+        raise ValueError(f"{name}: every label is 0; expected at least two classes")
+    return Dataset(x, y, x_test, y_test, num_classes, name)
+
+
+# ---- loaders ---------------------------------------------------------------------------------
+def load_npz_dataset(path: str | os.PathLike, name: str | None = None) -> Dataset:
+    """A user ``.npz``: ``x`` and ``y``, optionally ``x_test`` and ``y_test`` (both or neither).
+
+    Raises ValueError for a corrupt or pickled file, missing arrays, mismatched lengths or
+    non-integer labels. Without a test set, a stratified 80/20 split with ``SPLIT_SEED``.
+    """
+    name = name or str(path)
+    arrays = load_npz(path)
+    missing = [k for k in ("x", "y") if k not in arrays]
+    if missing:
+        raise ValueError(f"{name}: no {' or '.join(repr(k) for k in missing)} array (found "
+                         f"{sorted(arrays)}); expected 'x' images and 'y' labels")
+    if ("x_test" in arrays) != ("y_test" in arrays):
+        raise ValueError(f"{name}: has only one of 'x_test' and 'y_test'; expected both or neither")
+    return _dataset(arrays["x"], arrays["y"], arrays.get("x_test"), arrays.get("y_test"), name)
+
+
+def load_digits() -> Dataset:
+    """The bundled UCI digits: 1,437 train / 360 test 8x8 images, values 0..16, 10 classes."""
+    if not DIGITS_PATH.exists():
+        raise FileNotFoundError(f"{DIGITS_PATH}: the bundled digits are missing; reinstall the "
+                                "package or regenerate them with scripts/make_digits.py")
+    return load_npz_dataset(DIGITS_PATH, name="digits")
+
+
+#: IDX element types: code -> big-endian dtype.
+_IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str | os.PathLike) -> np.ndarray:
+    """One IDX file (gzip-compressed if its name ends in ``.gz``) as a native-endian array.
+
+    Format: two zero bytes, a type code, the number of dimensions d, then d big-endian uint32
+    sizes and the data, big-endian, row-major. The magic number and the length are checked.
+    """
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:
+                raw = f.read()
+        else:
+            raw = path.read_bytes()
+    except (OSError, EOFError, zlib.error) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: cannot be read or decompressed ({e})") from None
+    if len(raw) < 4:
+        raise ValueError(f"{path}: {len(raw)} bytes; too short for an IDX header")
+    zero, code, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or code not in _IDX_TYPES or ndim == 0:
+        raise ValueError(f"{path}: bad magic number 0x{raw[:4].hex()}; expected an IDX file "
+                         "(0x00000801 for labels, 0x00000803 for images of unsigned bytes)")
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise ValueError(f"{path}: truncated IDX header ({len(raw)} bytes, need {header})")
+    shape = struct.unpack(f">{ndim}I", raw[4:header])
+    dtype = np.dtype(_IDX_TYPES[code])
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if len(raw) - header != expected:
+        raise ValueError(f"{path}: {len(raw) - header} data bytes for shape {shape}; expected "
+                         f"{expected} (truncated or corrupt)")
+    return np.frombuffer(raw, dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def _find_idx(folder: Path, prefix: str, kind: str, dims: int) -> Path | None:
+    for sep in ("-", "."):
+        for ext in ("", ".gz"):
+            path = folder / f"{prefix}-{kind}{sep}idx{dims}-ubyte{ext}"
+            if path.exists():
+                return path
+    return None
+
+
+def load_idx_folder(folder: str | os.PathLike) -> Dataset:
+    """MNIST-style IDX files: ``train-images-idx3-ubyte`` and ``train-labels-idx1-ubyte`` (each
+    optionally ``.gz``), and optionally ``t10k-images-idx3-ubyte`` / ``t10k-labels-idx1-ubyte``
+    as the test set (otherwise a stratified 80/20 split of the training files)."""
+    folder = Path(folder)
+    parts = {}
+    for prefix in ("train", "t10k"):
+        images = _find_idx(folder, prefix, "images", 3)
+        labels = _find_idx(folder, prefix, "labels", 1)
+        if (images is None) != (labels is None):
+            have, lack = (images, "labels-idx1") if labels is None else (labels, "images-idx3")
+            raise ValueError(f"{folder}: found {have.name} but no {prefix}-{lack}-ubyte[.gz]")
+        if images is None:
+            continue
+        x, y = read_idx(images), read_idx(labels)
+        if x.ndim != 3:
+            raise ValueError(f"{images}: {x.ndim}-D; expected 3-D images (magic 0x00000803)")
+        if y.ndim != 1:
+            raise ValueError(f"{labels}: {y.ndim}-D; expected 1-D labels (magic 0x00000801)")
+        if len(x) != len(y):
+            raise ValueError(f"{folder}: {images.name} holds {len(x)} images but {labels.name} "
+                             f"holds {len(y)} labels; expected equal counts")
+        parts[prefix] = (x, y)
+    if "train" not in parts:
+        raise ValueError(f"{folder}: no train-images-idx3-ubyte[.gz] and "
+                         "train-labels-idx1-ubyte[.gz]; expected MNIST-style IDX files")
+    test = parts.get("t10k", (None, None))
+    return _dataset(*parts["train"], *test, name=str(folder))
+
+
+def load_data(path: str | os.PathLike | None) -> Dataset:
+    """``None`` -> the bundled digits; a ``.npz`` file; or a folder of IDX files."""
+    if path is None:
+        return load_digits()
+    path = Path(path)
+    if path.is_dir():
+        return load_idx_folder(path)
+    if not path.exists():
+        raise ValueError(f"--data {path}: no such file or folder")
+    return load_npz_dataset(path)
+
+
+def position_task(n_train: int = 1024, n_test: int = 512, img_size: int = 8,
+                  patch_size: int = 4, noise: float = 0.5, seed: int = SPLIT_SEED) -> Dataset:
+    """Where is the blob? One class per patch position of an ``img_size`` image.
+
+    Every image is Gaussian noise (std ``noise``) plus one fixed bump filling a whole patch,
+    placed in the patch of the label (patch-aligned, row-major order). The set of patches is
+    then distributed identically for every label: only *where* the bump sits differs, so a
+    model without position embeddings (whose CLS output is invariant to permuting the patches)
+    is at chance, 1 / (number of patches), and one with them can solve it.
+    """
+    if img_size % patch_size:
+        raise ValueError(f"position task: patch size {patch_size} does not divide {img_size}")
+    grid = img_size // patch_size
+    k = grid * grid
+    if k < 2:
+        raise ValueError(f"position task: patch size {patch_size} leaves a single patch")
+    rng = np.random.default_rng(seed)
+    bump = np.sin(np.pi * (np.arange(patch_size) + 0.5) / patch_size)
+    bump = 2.0 * np.outer(bump, bump)
+
+    def make(n: int) -> tuple[np.ndarray, np.ndarray]:
+        y = rng.integers(0, k, n)
+        x = noise * rng.standard_normal((n, 1, img_size, img_size))
+        r, c = (y // grid) * patch_size, (y % grid) * patch_size
+        rows = r[:, None, None] + np.arange(patch_size)[None, :, None]
+        cols = c[:, None, None] + np.arange(patch_size)[None, None, :]
+        x[np.arange(n)[:, None, None], 0, rows, cols] += bump
+        return x.astype(np.float32), y.astype(np.int64)
+
+    x_train, y_train = make(n_train)
+    x_test, y_test = make(n_test)
+    return Dataset(x_train, y_train, x_test, y_test, k, "position")

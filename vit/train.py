@@ -1,0 +1,324 @@
+"""Training TinyViT end to end: options, the training loop, evaluation, metrics and resuming.
+
+``python -m vit train`` (see ``vit/cli.py``) calls :func:`train`. A run lives in one folder::
+
+    OUT/checkpoint.npz   the whole state after the last completed epoch (vit/checkpoint.py)
+    OUT/metrics.jsonl    one JSON object per epoch (flushed and fsynced line by line)
+
+All randomness after the model's initialization (shuffling, mixup) comes from one
+``np.random.Generator`` saved in the checkpoint, and the learning-rate schedule is defined by
+the total number of epochs, so a run stopped after any epoch and resumed ends with exactly the
+weights of an uninterrupted run.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from tqdm import tqdm
+
+import minigrad as mg
+from minigrad import F, Tensor
+from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
+
+from .checkpoint import load_checkpoint, save_checkpoint
+from .data import Dataset, Normalizer, load_data, position_task
+from .losses import mixup, one_hot
+from .model import TinyViT
+
+__all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
+           "build_model", "build_optimizer", "evaluate", "train", "read_metrics"]
+
+CHECKPOINT = "checkpoint.npz"
+METRICS = "metrics.jsonl"
+
+
+@dataclass
+class TrainOptions:
+    """Everything that defines a run (saved in its checkpoint). ``lr`` and ``warmup`` of
+    None take a default that depends on the optimizer / schedule (:meth:`resolved`)."""
+
+    task: str = "digits"  # "digits" (bundled, or --data) or "position" (synthetic)
+    data: str | None = None
+    patch_size: int = 4
+    dim: int = 64
+    heads: int = 4
+    mlp_dim: int = 128
+    no_pos_emb: bool = False
+    epochs: int = 100
+    batch_size: int = 64
+    optimizer: str = "adamw"  # "adamw" or "sgd" (with momentum)
+    lr: float | None = None
+    momentum: float = 0.9
+    weight_decay: float = 0.05
+    schedule: str = "onecycle"  # "onecycle", "cosine" or "constant"
+    warmup: float | None = None  # share of the steps spent warming up
+    mixup: float = 0.2  # Beta(alpha, alpha); 0 disables
+    shift: int = 0  # random translation by up to this many pixels (edges replicated)
+    label_smoothing: float = 0.0
+    probe: bool = False  # head only: TinyViT.train_step's linear probe (plain SGD)
+    seed: int = 0
+    dtype: str = "float32"
+
+    def resolved(self) -> TrainOptions:
+        """A copy with the defaults that depend on other options filled in."""
+        lr, warmup = self.lr, self.warmup
+        if lr is None:
+            lr = 0.5 if self.probe else {"adamw": 3e-3, "sgd": 0.02}[self.optimizer]
+        if warmup is None:
+            warmup = {"onecycle": 0.3, "cosine": 0.05, "constant": 0.0}[self.schedule]
+        return TrainOptions(**{**asdict(self), "lr": float(lr), "warmup": float(warmup)})
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrainOptions:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(f"unknown training options {unknown}")
+        return cls(**values)
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the last good checkpoint was kept."""
+
+
+def load_task(options: TrainOptions) -> Dataset:
+    """The run's data: the bundled digits, ``options.data``, or the synthetic position task."""
+    if options.task == "position":
+        if options.data is not None:
+            raise ValueError("--data does not apply to --task position (it is generated)")
+        return position_task(patch_size=options.patch_size)
+    return load_data(options.data)
+
+
+def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
+    """TinyViT shaped for ``data``, initialized from ``options.seed``."""
+    channels, size, _ = data.image_shape
+    if size % options.patch_size:
+        raise ValueError(f"--patch-size {options.patch_size} does not divide the image size "
+                         f"{size}")
+    if options.dim % options.heads:
+        raise ValueError(f"--heads {options.heads} does not divide --dim {options.dim}")
+    return TinyViT(img_size=size, patch_size=options.patch_size, in_chans=channels,
+                   dim=options.dim, num_heads=options.heads, mlp_dim=options.mlp_dim,
+                   num_classes=data.num_classes, use_pos_emb=not options.no_pos_emb,
+                   dtype=np.dtype(options.dtype), seed=options.seed)
+
+
+def build_optimizer(options: TrainOptions, model: TinyViT, steps_per_epoch: int):
+    """(optimizer, schedule) over ``options.epochs * steps_per_epoch`` steps. With ``probe``
+    the optimizer only carries the scheduled lr for ``TinyViT.train_step``."""
+    o = options.resolved()
+    params = list(model.head.parameters()) if o.probe else list(model.parameters())
+    if o.probe or o.optimizer == "sgd":
+        optimizer = SGD(params, lr=o.lr, momentum=0.0 if o.probe else o.momentum,
+                        weight_decay=0.0 if o.probe else o.weight_decay)
+    else:
+        optimizer = AdamW(params, lr=o.lr, weight_decay=o.weight_decay)
+    total = o.epochs * steps_per_epoch
+    warmup = min(int(round(o.warmup * total)), total - 1)
+    if o.schedule == "onecycle":
+        schedule = OneCycle(optimizer, max_lr=o.lr, total_steps=total, pct_start=o.warmup)
+    else:  # a cosine to lr itself is a constant lr after the warmup
+        schedule = WarmupCosine(optimizer, warmup_steps=warmup, total_steps=total,
+                                min_lr=o.lr if o.schedule == "constant" else 0.0)
+    return optimizer, schedule
+
+
+def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
+             batch_size: int = 512) -> tuple[float, float, np.ndarray]:
+    """(mean cross-entropy, accuracy, predictions) on normalized images, in batches, no graph."""
+    total, preds = 0.0, []
+    with mg.no_grad():
+        for i in range(0, len(x), batch_size):
+            logits = model(Tensor(x[i:i + batch_size]))
+            total += float(F.cross_entropy(logits, y[i:i + batch_size], reduction="sum").item())
+            preds.append(np.argmax(logits.data, axis=1))
+    pred = np.concatenate(preds)
+    return total / len(x), float(np.mean(pred == y)), pred
+
+
+def random_shift(x: np.ndarray, pixels: int, rng: np.random.Generator) -> np.ndarray:
+    """Translate each image by (dy, dx), each uniform in [-pixels, pixels], replicating the
+    edge rows and columns into the space uncovered."""
+    B, _, H, W = x.shape
+    dy, dx = rng.integers(-pixels, pixels + 1, size=(2, B))
+    rows = np.clip(np.arange(H) - dy[:, None], 0, H - 1)  # (B, H)
+    cols = np.clip(np.arange(W) - dx[:, None], 0, W - 1)  # (B, W)
+    out = x[np.arange(B)[:, None, None], :, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np.ndarray,
+                num_classes: int, rng: np.random.Generator) -> tuple[float, int]:
+    """One step on a batch; returns (loss, correct predictions against the dominant label)."""
+    target = y
+    if o.shift:
+        x = random_shift(x, o.shift, rng)
+    if o.mixup > 0:
+        mixed = mixup(x, y, num_classes, alpha=o.mixup, rng=rng)
+        x, target = mixed.x, mixed.y
+        y = np.argmax(target, axis=1)
+    if o.probe:  # the spec's closed-form head update; smoothing folded into soft targets
+        soft = target if target.ndim == 2 else one_hot(target, num_classes, x.dtype)
+        if o.label_smoothing:
+            soft = ((1 - o.label_smoothing) * soft + o.label_smoothing / num_classes)
+        logits = model.forward(x)
+        loss = model.train_step(x, soft.astype(x.dtype), lr=optimizer.lr)
+    else:
+        out = model(Tensor(x))
+        loss_t = F.cross_entropy(out, target, label_smoothing=o.label_smoothing)
+        optimizer.zero_grad()
+        loss_t.backward()
+        optimizer.step()
+        loss, logits = float(loss_t.item()), out.data
+    return loss, int(np.sum(np.argmax(logits, axis=1) == y))
+
+
+def prepare_out(out: Path, resume: bool, overwrite: bool = False) -> Path:
+    """Create ``out`` and prove it writable before any training; refuse to clobber a run."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+    has_run = (out / CHECKPOINT).exists()
+    if resume and not has_run:
+        raise ValueError(f"--resume: {out / CHECKPOINT} does not exist; nothing to resume")
+    if has_run and not (resume or overwrite):
+        raise ValueError(f"--out {out} already holds a run; pass --resume to continue it or "
+                         "--overwrite to start again")
+    return out
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict]:
+    """The epochs recorded in a ``metrics.jsonl`` (a torn last line is ignored)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return rows
+
+
+def _keep_metrics(path: Path, epochs: int) -> None:
+    """Drop records of epochs after the checkpoint's (they are about to be redone)."""
+    rows = read_metrics(path) if path.exists() else []
+    text = "".join(json.dumps(r) + "\n" for r in rows if r["epoch"] <= epochs)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False,
+          overwrite: bool = False, stop_after: int | None = None, quiet: bool = False,
+          log: Callable[[str], None] = print) -> list[dict]:
+    """Train (or, with ``resume``, continue) the run in ``out``; returns this call's metrics.
+
+    ``stop_after`` ends the call once that many epochs are complete (as an interruption
+    would); the schedule still spans ``options.epochs``. Raises :class:`TrainingDiverged` on
+    a non-finite loss (the checkpoint of the last finished epoch stays) and ValueError for
+    bad data, options or files.
+    """
+    out = prepare_out(Path(out), resume, overwrite)
+    ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
+    ck = load_checkpoint(ckpt_path) if resume else None
+    o = options.resolved()
+    if ck and TrainOptions.from_dict(ck.options).resolved() != o:
+        raise ValueError(f"--resume: the options differ from those saved in {ckpt_path}; "
+                         "a resumed run continues the saved one exactly")
+    data = load_task(o)
+    normalizer = ck.normalizer if ck else Normalizer.fit(data.x_train)
+    model = ck.model if ck else build_model(o, data)
+    if model.config["num_classes"] != data.num_classes or \
+            (model.config["in_chans"], model.config["img_size"]) != data.image_shape[:2]:
+        raise ValueError(f"the data ({data.describe()}) does not fit the checkpoint's model "
+                         f"{model.config}")
+    dtype = model.dtype
+    x_train, x_test = normalizer(data.x_train, dtype), normalizer(data.x_test, dtype)
+    y_train, y_test = data.y_train, data.y_test
+    steps = math.ceil(len(x_train) / o.batch_size)
+    optimizer, schedule = build_optimizer(o, model, steps)
+    if ck:
+        optimizer.load_state_dict(ck.optim)
+        schedule.load_state_dict(ck.sched)
+        rng, start = ck.rng, ck.epoch
+        _keep_metrics(metrics_path, start)
+    else:
+        rng, start = np.random.default_rng([o.seed, 1]), 0
+        metrics_path.write_text("", encoding="utf-8")
+
+    def checkpoint(epoch: int) -> None:
+        save_checkpoint(ckpt_path, model=model, options=asdict(options), epoch=epoch,
+                        normalizer=normalizer, rng=rng, optimizer=optimizer, scheduler=schedule)
+
+    if not ck:
+        checkpoint(0)
+    end = o.epochs if stop_after is None else min(o.epochs, stop_after)
+    if end <= start:
+        log(f"nothing to do: {ckpt_path} has {start} of {o.epochs} epochs done"
+            + ("" if stop_after is None else f" (--stop-after {stop_after})"))
+        return []
+    log(f"{data.describe()}; {model.num_parameters():,} parameters "
+        f"({'linear probe' if o.probe else 'full model'}, {dtype.name}); "
+        f"epochs {start + 1}..{end} of {o.epochs}, {steps} steps each; run folder {out}")
+    history = []
+    bar = tqdm(total=(end - start) * steps, disable=quiet, unit="step", dynamic_ncols=True,
+               leave=False)
+    try:
+        with open(metrics_path, "a", encoding="utf-8") as metrics:
+            for epoch in range(start + 1, end + 1):
+                t0 = time.perf_counter()
+                bar.set_description(f"epoch {epoch}/{o.epochs}")
+                order = rng.permutation(len(x_train))
+                loss_sum, correct, seen = 0.0, 0, 0
+                for i in range(steps):
+                    idx = order[i * o.batch_size:(i + 1) * o.batch_size]
+                    lr = optimizer.lr
+                    with np.errstate(over="ignore", invalid="ignore"):  # checked below
+                        loss, hits = _train_step(model, optimizer, o, x_train[idx],
+                                                 y_train[idx], data.num_classes, rng)
+                    if not math.isfinite(loss):
+                        raise TrainingDiverged(
+                            f"the training loss became {loss} at epoch {epoch}, step {i + 1} "
+                            f"(lr {lr:.3g}); stopped. The last good checkpoint (epoch "
+                            f"{epoch - 1}) is kept in {ckpt_path}; try a lower --lr")
+                    schedule.step()
+                    loss_sum, correct, seen = loss_sum + loss * len(idx), correct + hits, \
+                        seen + len(idx)
+                    bar.update()
+                    bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.3f}",
+                                    refresh=False)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    test_loss, test_acc, _ = evaluate(model, x_test, y_test)
+                if not math.isfinite(test_loss):
+                    raise TrainingDiverged(
+                        f"the test loss became {test_loss} after epoch {epoch}; stopped. The "
+                        f"last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}")
+                row = dict(epoch=epoch, train_loss=loss_sum / seen, train_acc=correct / seen,
+                           test_loss=test_loss, test_acc=test_acc, lr=lr,
+                           seconds=time.perf_counter() - t0)
+                metrics.write(json.dumps(row) + "\n")
+                metrics.flush()
+                os.fsync(metrics.fileno())
+                checkpoint(epoch)
+                history.append(row)
+                if epoch == end or epoch % max(1, o.epochs // 10) == 0:
+                    (tqdm.write if not quiet else log)(
+                        f"epoch {epoch:>3}/{o.epochs}  train loss {row['train_loss']:.4f} "
+                        f"acc {row['train_acc']:.4f}  test loss {test_loss:.4f} acc "
+                        f"{test_acc:.4f}  lr {lr:.2e}  {row['seconds']:.2f}s")
+    finally:
+        bar.close()
+    return history
