@@ -326,4 +326,7 @@ ALL_CASES = [c for cases in OP_CASES.values() for c in cases]
 
 def pytest_generate_tests(metafunc):
     if "mg_op_case" in metafunc.fixturenames:
-        metafunc.parametrize("mg_op_case", ALL_CASES, ids=[c.id for c in ALL_CASES])
+        cases = ALL_CASES
+        if metafunc.definition.get_closest_marker("dtype_keeping_cases"):
+            cases = [c for c in ALL_CASES if c.keeps_dtype]  # the others cast on purpose
+        metafunc.parametrize("mg_op_case", cases, ids=[c.id for c in cases])

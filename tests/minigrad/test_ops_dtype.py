@@ -23,11 +23,10 @@ def _run(case, dtype, seed=0):
     return out, [t for t in ts if isinstance(t, mg.Tensor)]
 
 
+@pytest.mark.dtype_keeping_cases
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dtype_is_kept_in_value_and_gradient(mg_op_case, dtype):
     case = mg_op_case
-    if not case.keeps_dtype:
-        pytest.skip("the case casts on purpose")
     out, ts = _run(case, dtype)
     assert out.dtype == dtype, f"{case.id}: output {out.dtype} from {np.dtype(dtype)} inputs"
     assert type(out.data) is np.ndarray
