@@ -19,22 +19,26 @@ from minigrad.nn import LayerNorm, Linear, Module
 __all__ = ["attention", "mlp", "vit_block", "Attention", "Mlp", "Block"]
 
 
-def attention(h: Tensor, w_qkv: Tensor, w_o: Tensor, num_heads: int) -> Tensor:
+def attention(h: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
+              num_heads: int) -> Tensor:
     """Bidirectional multi-head self-attention, (B, T, D) -> (B, T, D).
 
-    [Q | K | V] = h @ W_qkv, with W_qkv = [W_q | W_k | W_v] of shape (D, 3D); each of Q, K, V
-    is cut into H consecutive chunks of width d = D/H (one per head), and per head
+    Q = h W_q, K = h W_k, V = h W_v (each (D, D)), each cut into H consecutive chunks of
+    width d = D/H, one per head; per head
         A = softmax(Q K^T / sqrt(d)),   O = A V   (softmax over key positions, no mask);
     the heads are concatenated in order and projected: out = [O_1 ... O_H] @ W_o.
-    The 1/sqrt(d) is applied to Q (T·d products instead of T·T; the same scores).
+    The 1/sqrt(d) scales W_q (a D x D matrix) rather than the (B, H, T, T) scores.
     """
     B, T, D = h.shape
     d = D // num_heads
-    qkv = (h @ w_qkv).reshape(B, T, 3, num_heads, d).transpose(2, 0, 3, 1, 4)  # (3, B, H, T, d)
-    q, k, v = qkv[0], qkv[1], qkv[2]
-    scores = (q * (1.0 / math.sqrt(d))) @ k.swapaxes(-1, -2)  # (B, H, T, T)
-    heads = F.softmax(scores, axis=-1) @ v  # (B, H, T, d)
-    return heads.transpose(0, 2, 1, 3).reshape(B, T, D) @ w_o
+
+    def heads(w):  # (B, T, D) -> (B, H, T, d)
+        return (h @ w).reshape(B, T, num_heads, d).transpose(0, 2, 1, 3)
+
+    q = heads(w_q * (1.0 / math.sqrt(d)))
+    scores = q @ heads(w_k).swapaxes(-1, -2)  # (B, H, T, T)
+    out = F.softmax(scores, axis=-1) @ heads(w_v)  # (B, H, T, d)
+    return out.transpose(0, 2, 1, 3).reshape(B, T, D) @ w_o
 
 
 def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
@@ -59,7 +63,10 @@ class Attention(Module):
         self.proj = Linear(dim, dim, bias=False, dtype=dtype, rng=rng)
 
     def forward(self, h: Tensor) -> Tensor:
-        return attention(h, self.qkv.weight, self.proj.weight, self.num_heads)
+        w = self.qkv.weight  # [W_q | W_k | W_v]
+        D = w.shape[0]
+        return attention(h, w[:, :D], w[:, D:2 * D], w[:, 2 * D:], self.proj.weight,
+                         self.num_heads)
 
 
 class Mlp(Module):
@@ -160,6 +167,5 @@ def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
 
 
 def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
-    w_qkv = F.concatenate([w_q, w_k, w_v], axis=1)
-    y = x + attention(F.layer_norm(x), w_qkv, w_o, num_heads)
+    y = x + attention(F.layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
     return y + mlp(F.layer_norm(y), w_mlp1, w_mlp2)

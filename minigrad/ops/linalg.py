@@ -52,11 +52,12 @@ def matmul(a, b):
         )
     if b.ndim == 2 and a.ndim > 2:  # tokens @ weight: one big GEMM
         k, n = b.shape
-        lead = a.shape[:-1]
-        out = (a.reshape(-1, k) @ b).reshape(lead + (n,))
+        a_shape = a.shape
+        a2 = a.reshape(-1, k)  # kept for the weight's gradient (a copy only if a was strided)
+        out = (a2 @ b).reshape(a_shape[:-1] + (n,))
         return out, (
-            lambda g: (g.reshape(-1, n) @ b.T).reshape(a.shape),
-            lambda g: a.reshape(-1, k).T @ g.reshape(-1, n),
+            lambda g: (g.reshape(-1, n) @ b.T).reshape(a_shape),
+            lambda g: a2.T @ g.reshape(-1, n),
         )
     out = a @ b
     return out, (lambda g: g @ _mT(b), lambda g: _mT(a) @ g)

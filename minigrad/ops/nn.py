@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..blocks import for_each_block
 from ..op import op
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy"]
@@ -19,21 +20,59 @@ def _log_softmax(x, axis):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
+def _rows(a):
+    """``a`` as a C-contiguous (rows, last axis) matrix (a view when it already is one)."""
+    return np.ascontiguousarray(a).reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
+
+
 @op
 def softmax(x, axis=-1):
     """y = e^(x - max x) / Σ e^(x - max x) along ``axis``.
 
     VJP: x̄ = y ⊙ (g - Σ_axis g ⊙ y).
+    Along the last axis (attention's case) it runs block by block on every core.
     """
+    if x.ndim and axis in (-1, x.ndim - 1):
+        return _softmax_last(x)
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     y = e / np.sum(e, axis=axis, keepdims=True)
 
     def vjp(g):
-        gy = g * y
-        gy -= y * np.sum(gy, axis=axis, keepdims=True)
-        return gy
+        gx = g * y
+        gx -= y * np.sum(gx, axis=axis, keepdims=True)
+        return gx
 
     return y, vjp
+
+
+def _softmax_last(x):
+    shape = x.shape  # the VJP keeps y, not x
+    x2 = _rows(x)
+    y2 = np.empty_like(x2)
+
+    def forward(lo, hi):
+        ys = y2[lo:hi]
+        np.subtract(x2[lo:hi], x2[lo:hi].max(axis=1, keepdims=True), out=ys)
+        np.exp(ys, out=ys)
+        ys /= ys.sum(axis=1, keepdims=True)
+
+    for_each_block(forward, *x2.shape)
+
+    def vjp(g):
+        g2 = _rows(g)
+        gx = np.empty_like(y2, dtype=g.dtype)
+
+        def backward(lo, hi):
+            gs, ys, out = g2[lo:hi], y2[lo:hi], gx[lo:hi]
+            np.multiply(gs, ys, out=out)
+            dot = out.sum(axis=1, keepdims=True)
+            np.subtract(gs, dot, out=out)
+            out *= ys
+
+        for_each_block(backward, *gx.shape)
+        return gx.reshape(shape)
+
+    return y2.reshape(shape), vjp
 
 
 @op
@@ -71,32 +110,59 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     ``weight`` and ``bias`` (shape (D,)) are optional.
     VJP, with ĝ = g ⊙ w (or g without weight) and r = 1/√(σ² + eps):
         x̄ = r · (ĝ - mean(ĝ) - x̂ ⊙ mean(ĝ ⊙ x̂)),   w̄ = Σ_rows g ⊙ x̂,   b̄ = Σ_rows g.
+    Rows are independent, so both passes run block by block on every core.
     """
-    mu = np.mean(x, axis=-1, keepdims=True)
-    xc = x - mu
-    var = np.mean(xc * xc, axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(var + eps)
-    xhat = xc * rstd
-    y = xhat
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
+    shape = x.shape  # the VJPs keep x̂ and r, not x
+    x2 = _rows(x)
+    xhat = np.empty_like(x2)
+    rstd = np.empty((x2.shape[0], 1), dtype=x2.dtype)
+    y2 = xhat if weight is None and bias is None else np.empty_like(x2)
+
+    def forward(lo, hi):
+        xs, xh = x2[lo:hi], xhat[lo:hi]
+        np.subtract(xs, xs.mean(axis=1, keepdims=True), out=xh)
+        r = rstd[lo:hi]
+        np.mean(xh * xh, axis=1, keepdims=True, out=r)
+        r += eps
+        np.sqrt(r, out=r)
+        np.divide(1.0, r, out=r)
+        xh *= r
+        if y2 is not xhat:
+            ys = y2[lo:hi]
+            if weight is not None:
+                np.multiply(xh, weight, out=ys)
+                if bias is not None:
+                    ys += bias
+            else:
+                np.add(xh, bias, out=ys)
+
+    for_each_block(forward, *x2.shape)
 
     def vjp_x(g):
-        gh = g if weight is None else g * weight
-        gx = gh - np.mean(gh, axis=-1, keepdims=True)
-        gx -= xhat * np.mean(gh * xhat, axis=-1, keepdims=True)
-        gx *= rstd
-        return gx
+        g2 = _rows(g)
+        gx = np.empty_like(xhat, dtype=g.dtype)
+
+        def backward(lo, hi):
+            gs, xh, out = g2[lo:hi], xhat[lo:hi], gx[lo:hi]
+            if weight is None:
+                np.copyto(out, gs)
+            else:
+                np.multiply(gs, weight, out=out)
+            mean_gx = np.mean(out * xh, axis=1, keepdims=True)
+            out -= out.mean(axis=1, keepdims=True)
+            out -= xh * mean_gx
+            out *= rstd[lo:hi]
+
+        for_each_block(backward, *gx.shape)
+        return gx.reshape(shape)
 
     def vjp_w(g):
-        return np.sum((g * xhat).reshape(-1, x.shape[-1]), axis=0)
+        return np.einsum("ij,ij->j", _rows(g), xhat)
 
     def vjp_b(g):
-        return np.sum(g.reshape(-1, x.shape[-1]), axis=0)
+        return np.sum(_rows(g), axis=0)
 
-    return y, (vjp_x, vjp_w, vjp_b)
+    return y2.reshape(shape), (vjp_x, vjp_w, vjp_b)
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)
@@ -105,19 +171,53 @@ _GELU_K = 0.044715
 
 @op
 def gelu_tanh(x):
-    """y = ½ x (1 + tanh u),  u = √(2/π) (x + 0.044715 x³).
+    """y = ½ x (1 + t),  t = tanh u,  u = √(2/π) (x + 0.044715 x³) = √(2/π) x (1 + 0.044715 x²).
 
-    VJP: x̄ = g ⊙ [½ (1 + t) + ½ x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²)],  t = tanh u.
+    VJP: x̄ = g ⊙ [½ (1 + t) + ½ √(2/π) x (1 - t²) (1 + 3 · 0.044715 x²)].
+    Runs block by block on every core; saves x and t for the VJP.
     """
-    x2 = x * x
-    t = np.tanh(_GELU_C * (x + _GELU_K * x2 * x))
-    y = 0.5 * x * (1.0 + t)
+    shape = x.shape
+    x2 = _rows(x)
+    t2 = np.empty_like(x2)
+    y2 = np.empty_like(x2)
+
+    def forward(lo, hi):
+        xs, ts, ys = x2[lo:hi], t2[lo:hi], y2[lo:hi]
+        np.multiply(xs, xs, out=ts)
+        ts *= _GELU_K
+        ts += 1.0
+        ts *= xs
+        ts *= _GELU_C
+        np.tanh(ts, out=ts)
+        np.add(ts, 1.0, out=ys)
+        ys *= xs
+        ys *= 0.5
+
+    for_each_block(forward, *x2.shape)
 
     def vjp(g):
-        dy = 0.5 * (1.0 + t) + (0.5 * _GELU_C) * x * (1.0 - t * t) * (1.0 + 3 * _GELU_K * x2)
-        return g * dy
+        g2 = _rows(g)
+        gx = np.empty_like(x2, dtype=g.dtype)
 
-    return y, vjp
+        def backward(lo, hi):
+            xs, ts, out = x2[lo:hi], t2[lo:hi], gx[lo:hi]
+            slope = xs * xs  # becomes ½ √(2/π) x (1 + 3k x²) (1 - t²)
+            slope *= 3 * _GELU_K
+            slope += 1.0
+            slope *= xs
+            slope *= 0.5 * _GELU_C
+            sq = ts * ts
+            np.subtract(1.0, sq, out=sq)
+            slope *= sq
+            np.multiply(ts, 0.5, out=sq)
+            slope += sq
+            slope += 0.5
+            np.multiply(g2[lo:hi], slope, out=out)
+
+        for_each_block(backward, *gx.shape)
+        return gx.reshape(shape)
+
+    return y2.reshape(shape), vjp
 
 
 def _check_cross_entropy(logits, target, reduction, label_smoothing):

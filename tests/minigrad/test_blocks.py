@@ -1,0 +1,109 @@
+"""Blocked, multi-threaded row kernels: same answer as one pass, every row exactly once."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import F, blocks
+
+
+@pytest.fixture
+def threads():
+    before = blocks.get_num_threads()
+    yield blocks.set_num_threads
+    blocks.set_num_threads(before)
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (7, 3), (1000, 257), (3001, 64), (5, 70000)])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_every_row_is_visited_exactly_once(threads, rows, cols, n_threads):
+    threads(n_threads)
+    seen = np.zeros(rows, dtype=np.int64)
+    lock = threading.Lock()
+
+    def kernel(lo, hi):
+        assert 0 <= lo < hi <= rows
+        with lock:
+            seen[lo:hi] += 1
+
+    blocks.for_each_block(kernel, rows, cols)
+    np.testing.assert_array_equal(seen, np.ones(rows, dtype=np.int64))
+
+
+def test_large_arrays_really_use_several_threads(threads):
+    threads(2)
+    names = set()
+    blocks.for_each_block(lambda lo, hi: names.add(threading.current_thread().name),
+                          rows=4 * blocks.PARALLEL_ELEMENTS // 64, cols=64)
+    assert len(names) == 2
+
+
+def test_an_error_in_a_worker_reaches_the_caller(threads):
+    threads(2)
+    rows = 4 * blocks.PARALLEL_ELEMENTS // 64
+
+    def kernel(lo, hi):
+        if hi == rows:
+            raise ZeroDivisionError("last block")
+
+    with pytest.raises(ZeroDivisionError, match="last block"):
+        blocks.for_each_block(kernel, rows, 64)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_set_num_threads_rejects_non_positive_integers(bad):
+    with pytest.raises(ValueError, match="set_num_threads"):
+        blocks.set_num_threads(bad)
+
+
+def _composed(name, x, w, b):
+    if name == "softmax":
+        e = (x - x.max(axis=-1, keepdims=True)).exp()
+        return e / e.sum(axis=-1, keepdims=True)
+    if name == "layer_norm":
+        xc = x - x.mean(axis=-1, keepdims=True)
+        return xc / ((xc * xc).mean(axis=-1, keepdims=True) + 1e-5).sqrt() * w + b
+    c = np.sqrt(2 / np.pi)
+    return 0.5 * x * (1 + (c * (x + 0.044715 * x ** 3)).tanh())
+
+
+def _fused(name, x, w, b):
+    if name == "softmax":
+        return F.softmax(x, axis=-1)
+    if name == "layer_norm":
+        return F.layer_norm(x, w, b)
+    return F.gelu_tanh(x)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_ops_on_large_arrays_match_one_thread_bit_for_bit(threads, name, dtype):
+    # Large enough for the threaded path; rows not a multiple of the block or thread count.
+    rng = np.random.default_rng(5)
+    shape = (5, 211, 389)
+    assert np.prod(shape) > 2 * blocks.PARALLEL_ELEMENTS
+    x0 = (3 * rng.standard_normal(shape)).astype(dtype)
+    w0 = rng.standard_normal(shape[-1]).astype(dtype)
+    b0 = rng.standard_normal(shape[-1]).astype(dtype)
+    cot = rng.standard_normal(shape).astype(dtype)
+    results = []
+    for n in (1, 2, 3):
+        threads(n)
+        x, w, b = (mg.Tensor(a.copy(), requires_grad=True) for a in (x0, w0, b0))
+        y = _fused(name, x, w, b)
+        y.backward(cot)
+        results.append([y.data, x.grad] + ([w.grad, b.grad] if name == "layer_norm" else []))
+    for other in results[1:]:
+        for a, c in zip(results[0], other):
+            assert a.dtype == dtype
+            np.testing.assert_array_equal(a, c)
+    if dtype == np.float64:  # and they are the right answer
+        x, w, b = (mg.Tensor(a.copy(), requires_grad=True) for a in (x0, w0, b0))
+        y = _composed(name, x, w, b)
+        y.backward(cot)
+        expected = [y.data, x.grad] + ([w.grad, b.grad] if name == "layer_norm" else [])
+        for got, want in zip(results[0], expected):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
