@@ -3,9 +3,9 @@
 The fused ops (softmax, layer_norm, gelu_tanh) make several elementwise passes over their
 data. Done over whole arrays, each pass streams the array through memory; done block by
 block, the passes after the first hit a block that is still in cache. NumPy releases the GIL
-inside its loops, so blocks handed to a few threads run in parallel. Results are
-bit-identical to a single pass over the whole array: every block does the same arithmetic
-on its own rows, and no sum crosses a block boundary.
+inside its loops, so blocks handed to a few threads run in parallel. The blocks depend only
+on the array's shape, never on the thread count, so results are bit-identical whatever
+the number of threads.
 """
 from __future__ import annotations
 
@@ -59,23 +59,27 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
     go to ``get_num_threads()`` threads, the caller's included, when the array is large;
     the kernel must write only rows ``lo:hi`` of its outputs.
     """
-    step = max(1, BLOCK_ELEMENTS // max(cols, 1))
-    threads = _threads
-    if threads == 1 or rows * cols < PARALLEL_ELEMENTS:
-        for lo in range(0, rows, step):
-            kernel(lo, min(lo + step, rows))
+    if rows * cols <= BLOCK_ELEMENTS:
+        if rows:
+            kernel(0, rows)
         return
-    # Contiguous shares of the rows, one per thread, each cut into blocks.
-    share = -(-rows // threads)
+    step = max(1, BLOCK_ELEMENTS // max(cols, 1))
+    bounds = [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
+    threads = min(_threads, len(bounds))
+    if threads == 1 or rows * cols < PARALLEL_ELEMENTS:
+        for lo, hi in bounds:
+            kernel(lo, hi)
+        return
+    # The blocks are the same whatever the thread count (so are the results, bit for bit);
+    # each thread takes a contiguous run of them.
+    share = -(-len(bounds) // threads)
 
-    def run(start: int) -> None:
-        stop = min(start + share, rows)
-        for lo in range(start, stop, step):
-            kernel(lo, min(lo + step, stop))
+    def run(first: int) -> None:
+        for lo, hi in bounds[first:first + share]:
+            kernel(lo, hi)
 
-    starts = list(range(0, rows, share))
     pool = _get_pool()
-    futures = [pool.submit(run, s) for s in starts[1:]]
-    run(starts[0])
+    futures = [pool.submit(run, first) for first in range(share, len(bounds), share)]
+    run(0)
     for f in futures:
         f.result()

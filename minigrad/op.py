@@ -47,14 +47,13 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
         return Tensor._make(out)
     if callable(vjps):
         vjps = (vjps,)
-    edges = tuple(
-        (x, vjp)
-        for x, vjp in zip(inputs, vjps)
-        if vjp is not None and isinstance(x, Tensor) and x.requires_grad
-    )
+    edges = []
+    for x, vjp in zip(inputs, vjps):
+        if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
+            edges.append((x, vjp))
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
         return Tensor._make(out)
-    return Tensor._make(out, Node(name, edges))
+    return Tensor._make(out, Node(name, tuple(edges)))
 
 
 def op(forward: Callable | None = None, *, name: str | None = None) -> Callable:

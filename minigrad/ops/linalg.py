@@ -9,7 +9,7 @@ __all__ = ["matmul"]
 
 
 def _mT(x):
-    return np.swapaxes(x, -1, -2)
+    return x.swapaxes(-1, -2)
 
 
 def _sum_leading(x):

@@ -5,6 +5,7 @@ gradients both ways); docs/backward.md derives every VJP below.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -18,6 +19,22 @@ __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cr
 def _log_softmax(x, axis):
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _ones_column(n: int, dtype: np.dtype) -> np.ndarray:
+    ones = np.ones((n, 1), dtype=dtype)
+    ones.flags.writeable = False
+    return ones
+
+
+def _row_sum(a):
+    """Σ over the last axis of a (rows, n) matrix, as (rows, 1).
+
+    A product with a column of ones: BLAS sums short rows several times faster than
+    NumPy's reduction, which pays per row.
+    """
+    return a @ _ones_column(a.shape[1], a.dtype)
 
 
 def _rows(a):
@@ -54,7 +71,7 @@ def _softmax_last(x):
         ys = y2[lo:hi]
         np.subtract(x2[lo:hi], x2[lo:hi].max(axis=1, keepdims=True), out=ys)
         np.exp(ys, out=ys)
-        ys /= ys.sum(axis=1, keepdims=True)
+        ys /= _row_sum(ys)
 
     for_each_block(forward, *x2.shape)
 
@@ -65,8 +82,7 @@ def _softmax_last(x):
         def backward(lo, hi):
             gs, ys, out = g2[lo:hi], y2[lo:hi], gx[lo:hi]
             np.multiply(gs, ys, out=out)
-            dot = out.sum(axis=1, keepdims=True)
-            np.subtract(gs, dot, out=out)
+            np.subtract(gs, _row_sum(out), out=out)
             out *= ys
 
         for_each_block(backward, *gx.shape)
@@ -114,15 +130,16 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """
     shape = x.shape  # the VJPs keep x̂ and r, not x
     x2 = _rows(x)
+    n = x2.shape[1]
     xhat = np.empty_like(x2)
     rstd = np.empty((x2.shape[0], 1), dtype=x2.dtype)
     y2 = xhat if weight is None and bias is None else np.empty_like(x2)
 
     def forward(lo, hi):
         xs, xh = x2[lo:hi], xhat[lo:hi]
-        np.subtract(xs, xs.mean(axis=1, keepdims=True), out=xh)
+        np.subtract(xs, _row_sum(xs) / n, out=xh)
         r = rstd[lo:hi]
-        np.mean(xh * xh, axis=1, keepdims=True, out=r)
+        np.divide(_row_sum(xh * xh), n, out=r)
         r += eps
         np.sqrt(r, out=r)
         np.divide(1.0, r, out=r)
@@ -148,8 +165,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
                 np.copyto(out, gs)
             else:
                 np.multiply(gs, weight, out=out)
-            mean_gx = np.mean(out * xh, axis=1, keepdims=True)
-            out -= out.mean(axis=1, keepdims=True)
+            mean_gx = _row_sum(out * xh) / n
+            out -= _row_sum(out) / n
             out -= xh * mean_gx
             out *= rstd[lo:hi]
 

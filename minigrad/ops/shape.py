@@ -18,7 +18,7 @@ __all__ = [
 def reshape(a, shape):
     """out = a viewed with ``shape``.   VJP: ā = g reshaped to a's shape."""
     in_shape = a.shape
-    return np.reshape(a, shape), lambda g: np.reshape(g, in_shape)
+    return np.reshape(a, shape), lambda g: g.reshape(in_shape)
 
 
 @op
@@ -26,7 +26,7 @@ def transpose(a, axes=None):
     """out = a with axes permuted (reversed for None).   VJP: ā = g with the inverse permutation."""
     out = np.transpose(a, axes)
     inverse = None if axes is None else np.argsort([ax % a.ndim for ax in axes])
-    return out, lambda g: np.transpose(g, inverse)
+    return out, lambda g: g.transpose(inverse)
 
 
 def permute(a, *axes):
@@ -39,21 +39,21 @@ def permute(a, *axes):
 @op
 def swapaxes(a, axis1, axis2):
     """out = a with two axes exchanged.   VJP: ā = g with the same two axes exchanged."""
-    return np.swapaxes(a, axis1, axis2), lambda g: np.swapaxes(g, axis1, axis2)
+    return np.swapaxes(a, axis1, axis2), lambda g: g.swapaxes(axis1, axis2)
 
 
 @op
 def expand_dims(a, axis):
     """out = a with size-1 axes inserted.   VJP: ā = g reshaped to a's shape."""
     in_shape = a.shape
-    return np.expand_dims(a, axis), lambda g: np.reshape(g, in_shape)
+    return np.expand_dims(a, axis), lambda g: g.reshape(in_shape)
 
 
 @op
 def squeeze(a, axis=None):
     """out = a without (the given) size-1 axes.   VJP: ā = g reshaped to a's shape."""
     in_shape = a.shape
-    return np.squeeze(a, axis), lambda g: np.reshape(g, in_shape)
+    return np.squeeze(a, axis), lambda g: g.reshape(in_shape)
 
 
 @op
