@@ -1,7 +1,7 @@
 """The command line: ``python -m vit {train,eval,plot,gradcheck}`` (also the ``vit`` script).
 
 Usage errors (unknown options, bad values, unreadable files) exit with status 2 and one
-line on stderr; a run that diverges exits with status 1.
+line on stderr; a run that diverges, or cannot write (a full disk), exits with status 1.
 """
 from __future__ import annotations
 
@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"SGD momentum (default {d.momentum})")
     t.add_argument("--weight-decay", type=nonnegative, default=None,
                    help=f"(default {d.weight_decay}; decoupled for adamw)")
+    t.add_argument("--no-decay-norm-bias", action="store_true", default=None,
+                   help="adamw: no weight decay on biases, LayerNorm parameters, cls_token and "
+                   "pos_embed (the timm convention)")
     t.add_argument("--schedule", choices=["onecycle", "cosine", "constant"], default=None,
                    help=f"learning-rate schedule over all epochs (default {d.schedule})")
     t.add_argument("--warmup", type=fraction, default=None, metavar="FRACTION",
@@ -304,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if isinstance(e, ImportError) else 2
     except TrainingDiverged as e:
         print(prefix + str(e), file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk, an I/O error: the last checkpoint is intact
+        print(prefix + " ".join(str(e).split()), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"\nvit {args.command}: interrupted; the last checkpoint is kept (continue with "
