@@ -79,6 +79,28 @@ class GradcheckReport:
         return "\n".join(lines)
 
 
+def _number(name: str, value: Any, positive: bool = False) -> None:
+    """A finite real tolerance or step: >= 0, or > 0 with ``positive``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"gradcheck {name}: got {value!r}; expected a real number")
+    if not (np.isfinite(value) and (value > 0 if positive else value >= 0)):
+        raise ValueError(f"gradcheck {name}: got {value}; expected a finite number "
+                         + ("> 0" if positive else ">= 0"))
+
+
+def _count(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"gradcheck {name}: got {value!r}; expected a positive integer")
+
+
+def _seed(value: Any) -> None:
+    try:
+        np.random.default_rng(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"gradcheck seed: got {value!r}; expected a non-negative integer or "
+                        f"None ({e})") from None
+
+
 def _prepare(inputs: Any) -> tuple[list, list]:
     """Tensors to pass to fn, and the positions of those to check (as float64)."""
     if isinstance(inputs, (Tensor, np.ndarray)):
@@ -111,6 +133,12 @@ def _prepare(inputs: Any) -> tuple[list, list]:
     if not checked:
         raise ValueError("gradcheck inputs: none requires grad; expected at least one floating "
                          "Tensor with requires_grad=True (or a floating array)")
+    for i in checked:  # finite differences at NaN or inf compare nothing
+        data = args[i].data
+        if not np.all(np.isfinite(data)):
+            bad = tuple(int(j) for j in np.argwhere(~np.isfinite(data))[0])
+            raise ValueError(f"gradcheck inputs[{i}]: got {data[bad]} at index {bad}; expected "
+                             "finite values (finite differences are meaningless at NaN or inf)")
     return args, checked
 
 
@@ -211,8 +239,12 @@ def gradcheck(fn: Callable[..., Tensor], inputs: Any, *, eps: float = 1e-6, atol
     """
     if not callable(fn):
         raise TypeError(f"gradcheck fn: got {type(fn).__name__}; expected a callable")
-    if not eps > 0:
-        raise ValueError(f"gradcheck eps: got {eps}; expected a positive step")
+    _number("eps", eps, positive=True)
+    _number("atol", atol)
+    _number("rtol", rtol)
+    if fast:
+        _count("directions", directions)
+    _seed(seed)
     args, checked = _prepare(inputs)
     check = _Check(fn, args, checked, seed)
     report = GradcheckReport()
@@ -291,6 +323,7 @@ def taylor_check(fn: Callable[..., Tensor], inputs: Any, *, steps: Sequence[floa
     above round-off. All checked inputs move together along a random direction u.
     Remainders at round-off level (a linear L) count as passing.
     """
+    _seed(seed)
     args, checked = _prepare(inputs)
     check = _Check(fn, args, checked, seed)
     try:

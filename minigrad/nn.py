@@ -54,8 +54,9 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list
 
 
-class _KeyMismatchError(KeyError):
-    """A KeyError whose message prints as written (KeyError's own ``str`` shows its repr)."""
+class _KeyMismatchError(KeyError, ValueError):
+    """A KeyError (as a mapping lookup) that is also a ValueError (a bad argument), whose
+    message prints as written (KeyError's own ``str`` shows its repr)."""
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -182,6 +183,9 @@ class Module:
         arrays in ``state`` are never modified. ``state`` may be an ``np.load`` result.
         Returns ``IncompatibleKeys(missing_keys, unexpected_keys)``.
         """
+        if not isinstance(state, Mapping) and not hasattr(state, "keys"):
+            raise TypeError(f"load_state_dict state: got {type(state).__name__}; expected a "
+                            "mapping of parameter names to arrays (a state_dict() or np.load)")
         params = OrderedDict(self.named_parameters())
         keys = list(state.keys())
         missing = [name for name in params if name not in state]
@@ -277,12 +281,32 @@ def _floating_dtype(value: Any) -> np.dtype:
     return dtype
 
 
-def _check_features(layer: str, x: Any, expected: int) -> None:
-    shape = np.shape(x.data if isinstance(x, Tensor) else x)
+def _rng(value: Any) -> np.random.Generator:
+    """``np.random.default_rng(value)``, with an error that names the argument."""
+    try:
+        return np.random.default_rng(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"rng: got {value!r}; expected a np.random.Generator, a non-negative "
+                        f"integer seed or None ({e})") from None
+
+
+def _check_features(layer: str, x: Any, expected: int) -> Any:
+    """``x`` (a Tensor, or anything array-like, which becomes an ndarray) after checking it
+    holds real numbers with ``expected`` features on its last axis."""
+    if not isinstance(x, Tensor):
+        given = type(x).__name__
+        x = np.asarray(x)
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"{layer}: got {given} of dtype {x.dtype}; expected real numbers "
+                            f"of shape (..., {expected})")
+    elif x.dtype.kind not in "biuf":  # an op may have made one from a complex constant
+        raise TypeError(f"{layer}: got a Tensor of dtype {x.dtype}; expected real numbers")
+    shape = x.shape
     if not shape or shape[-1] != expected:
         raise ValueError(
             f"{layer}: got input of shape {shape}; expected shape (..., {expected})"
         )
+    return x
 
 
 class Linear(Module):
@@ -298,7 +322,7 @@ class Linear(Module):
         self.in_features = _positive_int("in_features", in_features)
         self.out_features = _positive_int("out_features", out_features)
         dtype = _floating_dtype(dtype)
-        rng = np.random.default_rng(rng)
+        rng = _rng(rng)
         weight = rng.standard_normal((self.in_features, self.out_features))
         weight /= math.sqrt(self.in_features)
         self.weight = Parameter(weight, dtype=dtype)
@@ -306,7 +330,7 @@ class Linear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in_features) -> (..., out_features)."""
-        _check_features("Linear", x, self.in_features)
+        x = _check_features("Linear", x, self.in_features)
         y = x @ self.weight
         return y if self.bias is None else y + self.bias
 
@@ -339,7 +363,10 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., D) -> (..., D), normalized per row of D features."""
-        _check_features("LayerNorm", x, self.normalized_dim)
+        x = _check_features("LayerNorm", x, self.normalized_dim)
+        if x.dtype.kind != "f":  # integer or bool input: normalized in the layer's dtype
+            dtype = np.float64 if self.weight is None else self.weight.dtype
+            x = x.astype(dtype) if isinstance(x, np.ndarray) else F.astype(x, dtype)
         return F.layer_norm(x, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self) -> str:

@@ -45,12 +45,27 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+class StateDictKeyError(KeyError, ValueError):
+    """A state dict's names do not match: a KeyError (a lookup) and a ValueError (a bad
+    argument), whose message prints as written."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _check_state(owner: str, state: Any) -> None:
+    if not isinstance(state, Mapping) and not hasattr(state, "keys"):
+        raise TypeError(f"{owner}.load_state_dict state: got {type(state).__name__}; expected "
+                        "a mapping of names to arrays (a state_dict() or np.load of one)")
+
+
 def _check_keys(owner: str, state: Mapping[str, Any], expected: set) -> None:
     missing = sorted(expected - set(state))
     unexpected = sorted(set(state) - expected)
     if missing or unexpected:
-        raise KeyError(
-            f"{owner}.load_state_dict: missing keys {missing}, unexpected keys {unexpected}"
+        raise StateDictKeyError(
+            f"{owner}.load_state_dict: missing keys {missing}, unexpected keys {unexpected}; "
+            "expected exactly the keys of its state_dict()"
         )
 
 
@@ -103,9 +118,10 @@ class Optimizer:
             p.grad = None
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, once, in place."""
+        """Update every parameter that has a gradient, once, in place. Every gradient is
+        checked first: a bad one raises before any parameter moves."""
         lr = _real("lr", self.lr)
-        self.step_count += 1
+        work = []
         for p, state in zip(self.params, self.state):
             grad = p.grad
             if grad is None:
@@ -113,6 +129,12 @@ class Optimizer:
             if grad.shape != p.data.shape:
                 raise ValueError(f"step: a gradient of shape {grad.shape} for a parameter of "
                                  f"shape {p.data.shape}; expected equal shapes")
+            if grad.dtype.kind not in "biuf":
+                raise TypeError(f"step: a gradient of dtype {grad.dtype} for a parameter of "
+                                f"dtype {p.data.dtype}; expected real numbers")
+            work.append((p, grad, state))
+        self.step_count += 1
+        for p, grad, state in work:
             self._update(p.data, grad.astype(p.data.dtype, copy=False), state, lr)
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float) -> None:
@@ -139,6 +161,7 @@ class Optimizer:
         Arrays are copied, so ``state`` is never modified.
         """
         owner = type(self).__name__
+        _check_state(owner, state)
         per_param = set(self._buffer_names) | set(self._counter_names)
         states: list[dict[str, Any]] = [{} for _ in self.params]
         expected = {"num_params", "step_count", *self._hyperparameters}
@@ -331,6 +354,7 @@ class LRScheduler:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore ``last_step`` and the settings, and set the optimizer's lr to match."""
+        _check_state(type(self).__name__, state)
         _check_keys(type(self).__name__, state, {"last_step", *self._config})
         for name in self._config:
             convert = int if name in self._int_config else float

@@ -11,17 +11,22 @@ from .graph import Node
 __all__ = ["Tensor", "tensor", "as_tensor"]
 
 
-def _check_dtype(data: np.ndarray, requires_grad: bool) -> None:
+_NOT_GIVEN = object()
+
+
+def _check_dtype(data: np.ndarray, requires_grad: bool, given: Any = _NOT_GIVEN) -> None:
     kind = data.dtype.kind
     if kind not in "biuf":
+        what = f"an array of dtype {data.dtype}"
+        if given is not _NOT_GIVEN and not isinstance(given, np.ndarray):
+            what = f"{type(given).__name__} ({what})"
         raise TypeError(
-            f"Tensor data: got an array of dtype {data.dtype}; expected a bool, integer or "
-            "floating dtype"
+            f"Tensor data: got {what}; expected a bool, integer or floating dtype"
         )
     if requires_grad and kind != "f":
         raise TypeError(
-            f"requires_grad=True: got dtype {data.dtype}; only floating tensors "
-            "(float16, float32, float64) can require grad"
+            f"requires_grad=True: got dtype {data.dtype}; expected a floating dtype "
+            "(float16, float32, float64): only floating tensors can require grad"
         )
 
 
@@ -40,10 +45,9 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
-        if isinstance(data, Tensor):
-            data = data.data
-        data = np.asarray(data, dtype=dtype)
-        _check_dtype(data, requires_grad)
+        given = data.data if isinstance(data, Tensor) else data
+        data = _as_array(given, dtype, copy=False)
+        _check_dtype(data, _flag(requires_grad), given)
         self.data = data
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
@@ -93,13 +97,21 @@ class Tensor:
 
     def item(self) -> float | int | bool:
         """The single element as a Python number (holds no reference to the graph)."""
+        self._check_one_element("item()")
         return self.data.item()
 
     def __float__(self) -> float:
-        return float(self.data)
+        self._check_one_element("float()")
+        return float(self.data.item())
 
     def __int__(self) -> int:
-        return int(self.data)
+        self._check_one_element("int()")
+        return int(self.data.item())
+
+    def _check_one_element(self, what: str) -> None:
+        if self.data.size != 1:
+            raise ValueError(f"{what}: got a tensor of shape {self.shape} ({self.data.size} "
+                             "elements); expected a tensor with exactly one element")
 
     def __bool__(self) -> bool:
         return bool(self.data)
@@ -154,13 +166,16 @@ class Tensor:
             )
         if grad is None:
             if self.data.size != 1:
-                raise RuntimeError(
+                raise _GradRequired(
                     f"backward() without grad on a tensor of shape {self.shape}: an implicit "
                     "gradient exists only for one-element outputs; pass grad= of that shape"
                 )
             g = np.ones_like(self.data)
         else:
             g = np.asarray(grad.data if isinstance(grad, Tensor) else grad)
+            if g.dtype.kind not in "biuf":
+                raise TypeError(f"backward(grad): got dtype {g.dtype}; expected real numbers "
+                                f"(the tensor is {self.dtype})")
             if g.shape != self.shape:
                 raise ValueError(
                     f"backward(grad): got shape {g.shape}; expected the tensor's shape {self.shape}"
@@ -239,11 +254,44 @@ def _raw(x):
     return x.data if isinstance(x, Tensor) else x
 
 
+class _GradRequired(RuntimeError, ValueError):
+    """backward() of a many-element tensor without ``grad``: a missing argument (ValueError),
+    and a RuntimeError as in PyTorch."""
+
+
+def _flag(value: Any) -> bool:
+    """``requires_grad``: a bool (NumPy's too), never a string or None read as one."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"requires_grad: got {value!r} ({type(value).__name__}); expected "
+                        "True or False")
+    return bool(value)
+
+
+def _as_array(data: Any, dtype: Any, copy: bool) -> np.ndarray:
+    """``np.asarray``/``np.array`` with errors that name the argument."""
+    if dtype is not None:
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"Tensor dtype: got {dtype!r}; expected a NumPy dtype such as "
+                            "np.float32 or 'float64'") from None
+    try:
+        return np.array(data, dtype=dtype, copy=True) if copy else np.asarray(data, dtype=dtype)
+    except ValueError as e:
+        if "inhomogeneous" in str(e) or "sequence" in str(e):
+            raise ValueError(f"Tensor data: got a ragged nested sequence ({e}); expected an "
+                             "array or equally long nested lists of numbers") from None
+        raise ValueError(f"Tensor data: cannot be read as an array of dtype {dtype} ({e}); "
+                         "expected numbers") from None
+
+
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """A new Tensor holding a *copy* of ``data`` (as ``torch.tensor``)."""
     if isinstance(data, Tensor):
         data = data.data
-    return Tensor(np.array(data, dtype=dtype, copy=True), requires_grad=requires_grad)
+    array = _as_array(data, dtype, copy=True)
+    _check_dtype(array, _flag(requires_grad), data)
+    return Tensor(array, requires_grad=requires_grad)
 
 
 def as_tensor(x: Any) -> Tensor:

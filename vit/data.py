@@ -72,15 +72,47 @@ class Normalizer:
     @classmethod
     def fit(cls, x_train: np.ndarray) -> Normalizer:
         """Mean and standard deviation of every training pixel, per channel (std 0 -> 1)."""
-        x = np.asarray(x_train, dtype=np.float64)
+        x = _real_images(x_train, "Normalizer.fit x_train")
+        if not np.isfinite(x).all():
+            raise ValueError("Normalizer.fit x_train: got NaN or infinite pixels; expected "
+                             "finite values")
         mean = x.mean(axis=(0, 2, 3))
         std = x.std(axis=(0, 2, 3))
         return cls(mean, np.where(std > 0, std, 1.0))
 
     def __call__(self, x: np.ndarray, dtype=np.float32) -> np.ndarray:
         """Normalized images in ``dtype``."""
+        x = _real_images(x, "Normalizer x")
+        if x.shape[1] != len(self.mean):
+            raise ValueError(f"Normalizer x: got {x.shape[1]}-channel images of shape {x.shape};"
+                             f" expected {len(self.mean)} channels, as fitted")
         out = (np.asarray(x, np.float64) - self.mean[:, None, None]) / self.std[:, None, None]
         return out.astype(dtype)
+
+
+def _real_images(x, where: str) -> np.ndarray:
+    """``x`` as a (N, C, H, W) array of real numbers with N >= 1, else a clear error."""
+    given = type(x).__name__
+    x = np.asarray(x)
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: got {given} of dtype {x.dtype}; expected real-valued images")
+    if x.ndim != 4 or x.shape[0] == 0:
+        raise ValueError(f"{where}: got shape {x.shape}; expected (N, C, H, W) images, N >= 1")
+    return x
+
+
+def _count(name: str, value, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name}: got {value!r}; expected an integer >= {low}")
+    return int(value)
+
+
+def _path(path, where: str) -> Path:
+    try:
+        return Path(path)
+    except TypeError:
+        raise TypeError(f"{where}: got {type(path).__name__} {path!r}; expected a file or "
+                        "folder path (str or os.PathLike)") from None
 
 
 def stratified_split(y: np.ndarray, test_fraction: float = TEST_FRACTION,
@@ -88,6 +120,13 @@ def stratified_split(y: np.ndarray, test_fraction: float = TEST_FRACTION,
     """Indices (train, test), each sorted: round(test_fraction * n_c) random examples of every
     class c go to the test side. Deterministic for a given seed."""
     y = np.asarray(y)
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        raise ValueError(f"stratified_split y: got dtype {y.dtype} shape {y.shape}; expected "
+                         "integer labels of shape (N,)")
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
+            or not 0 < test_fraction < 1:
+        raise ValueError(f"stratified_split test_fraction: got {test_fraction!r}; expected a "
+                         "number strictly between 0 and 1")
     rng = np.random.default_rng(seed)
     test = []
     for c in np.unique(y):
@@ -195,7 +234,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     Format: two zero bytes, a type code, the number of dimensions d, then d big-endian uint32
     sizes and the data, big-endian, row-major. The magic number and the length are checked.
     """
-    path = Path(path)
+    path = _path(path, "read_idx path")
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
@@ -237,7 +276,7 @@ def load_idx_folder(folder: str | os.PathLike) -> Dataset:
     """MNIST-style IDX files: ``train-images-idx3-ubyte`` and ``train-labels-idx1-ubyte`` (each
     optionally ``.gz``), and optionally ``t10k-images-idx3-ubyte`` / ``t10k-labels-idx1-ubyte``
     as the test set (otherwise a stratified 80/20 split of the training files)."""
-    folder = Path(folder)
+    folder = _path(folder, "load_idx_folder folder")
     parts = {}
     for prefix in ("train", "t10k"):
         images = _find_idx(folder, prefix, "images", 3)
@@ -267,7 +306,7 @@ def load_data(path: str | os.PathLike | None) -> Dataset:
     """``None`` -> the bundled digits; a ``.npz`` file; or a folder of IDX files."""
     if path is None:
         return load_digits()
-    path = Path(path)
+    path = _path(path, "load_data path")
     if path.is_dir():
         return load_idx_folder(path)
     if not path.exists():
@@ -285,12 +324,21 @@ def position_task(n_train: int = 1024, n_test: int = 512, img_size: int = 8,
     model without position embeddings (whose CLS output is invariant to permuting the patches)
     is at chance, 1 / (number of patches), and one with them can solve it.
     """
+    n_train, n_test = _count("position_task n_train", n_train), _count("position_task n_test",
+                                                                        n_test)
+    img_size = _count("position_task img_size", img_size)
+    patch_size = _count("position_task patch_size", patch_size)
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) \
+            or not (np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"position_task noise: got {noise!r}; expected a finite number >= 0")
     if img_size % patch_size:
-        raise ValueError(f"position task: patch size {patch_size} does not divide {img_size}")
+        raise ValueError(f"position task: patch size {patch_size} does not divide {img_size}; "
+                         "expected a divisor of img_size")
     grid = img_size // patch_size
     k = grid * grid
     if k < 2:
-        raise ValueError(f"position task: patch size {patch_size} leaves a single patch")
+        raise ValueError(f"position task: patch size {patch_size} leaves a single patch of "
+                         f"{img_size}x{img_size} images; expected at least two patches")
     rng = np.random.default_rng(seed)
     bump = np.sin(np.pi * (np.arange(patch_size) + 0.5) / patch_size)
     bump = 2.0 * np.outer(bump, bump)

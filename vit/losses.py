@@ -16,6 +16,7 @@ __all__ = ["cross_entropy", "one_hot", "mixup", "Mixed"]
 
 def one_hot(y, num_classes: int, dtype=np.float64) -> np.ndarray:
     """Integer labels (B,) -> (B, num_classes) rows with a single 1."""
+    num_classes = _num_classes("one_hot", num_classes)
     y = np.asarray(y)
     if y.dtype.kind not in "iu" or y.ndim != 1:
         raise ValueError(f"one_hot y: got dtype {y.dtype} shape {y.shape}; expected integer "
@@ -26,6 +27,12 @@ def one_hot(y, num_classes: int, dtype=np.float64) -> np.ndarray:
     out = np.zeros((len(y), num_classes), dtype=dtype)
     out[np.arange(len(y)), y] = 1
     return out
+
+
+def _num_classes(owner: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{owner} num_classes: got {value!r}; expected a positive integer")
+    return int(value)
 
 
 class Mixed(NamedTuple):
@@ -48,6 +55,13 @@ def mixup(x, y, num_classes: int, *, alpha: float = 0.2, lam: float | None = Non
     are) use the same λ. The inputs are not modified. Cross-entropy against ỹ equals
     λ·CE(y) + (1 - λ)·CE(y[π]) for the same prediction.
     """
+    num_classes = _num_classes("mixup", num_classes)
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"mixup rng: got {type(rng).__name__}; expected a np.random.Generator "
+                        "(np.random.default_rng(seed)) or None")
+    if lam is not None and (isinstance(lam, bool)
+                            or not isinstance(lam, (int, float, np.integer, np.floating))):
+        raise TypeError(f"mixup lam: got {lam!r}; expected a number in [0, 1] or None")
     x = np.asarray(x)
     y = np.asarray(y)
     if x.ndim < 1 or x.shape[0] == 0 or x.dtype.kind != "f":

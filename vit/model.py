@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -18,7 +19,8 @@ from minigrad.nn import LayerNorm, Linear, Module, Parameter
 
 from .block import Block, _check_heads
 
-__all__ = ["TinyViT", "patchify"]
+__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
+           "MAX_NPZ_BYTES"]
 
 
 def patchify(x, patch_size: int):
@@ -38,9 +40,36 @@ def patchify(x, patch_size: int):
     return x.reshape(B, (H // P) * (W // P), P * P * C)
 
 
-def _positive_int(name: str, value) -> int:
+def unpatchify(tokens, patch_size: int, in_chans: int, img_size):
+    """The inverse of :func:`patchify`: (B, N, P·P·C) -> (B, C, H, W), for arrays and Tensors.
+
+    ``img_size`` is H = W, or a pair (H, W); N must be (H/P)·(W/P) and the last axis P·P·C,
+    flattened as (p1, p2, c). ``unpatchify(patchify(x, P), P, C, (H, W))`` is ``x`` exactly.
+    """
+    P = _positive_int("patch_size", patch_size, "unpatchify")
+    C = _positive_int("in_chans", in_chans, "unpatchify")
+    H, W = (img_size, img_size) if not isinstance(img_size, (tuple, list)) else img_size
+    H, W = _positive_int("img_size", H, "unpatchify"), _positive_int("img_size", W, "unpatchify")
+    if H % P or W % P:
+        raise ValueError(f"unpatchify img_size: got {(H, W)}; expected sides that are "
+                         f"multiples of patch_size = {P}")
+    shape = tuple(tokens.shape) if hasattr(tokens, "shape") else np.shape(tokens)
+    want = ((H // P) * (W // P), P * P * C)
+    if len(shape) != 3 or shape[1:] != want or shape[0] == 0:
+        raise ValueError(f"unpatchify tokens: got shape {shape}; expected (B, {want[0]}, "
+                         f"{want[1]}) = (B, (H/P)(W/P), P*P*C) for {C}x{H}x{W} images and "
+                         f"patch_size {P}")
+    if not isinstance(tokens, (np.ndarray, Tensor)):
+        tokens = np.asarray(tokens)
+    B = shape[0]
+    x = tokens.reshape(B, H // P, W // P, P, P, C)  # b h w p1 p2 c
+    x = x.transpose(0, 5, 1, 3, 2, 4)  # b c h p1 w p2
+    return x.reshape(B, C, H, W)
+
+
+def _positive_int(name: str, value, owner: str = "TinyViT") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"TinyViT {name}: got {value!r}; expected a positive integer")
+        raise ValueError(f"{owner} {name}: got {value!r}; expected a positive integer")
     return int(value)
 
 
@@ -67,9 +96,22 @@ class TinyViT(Module):
             raise ValueError(f"TinyViT patch_size: got {patch_size}; expected a divisor of "
                              f"img_size = {img_size}")
         _check_heads(dim, num_heads, "TinyViT num_heads")
-        dtype = np.dtype(dtype)
-        if dtype.kind != "f":
-            raise TypeError(f"TinyViT dtype: got {dtype}; expected a floating dtype")
+        try:
+            np_dtype = np.dtype(dtype)
+        except TypeError:
+            np_dtype = None
+        if np_dtype is None or np_dtype.kind != "f":
+            shown = repr(dtype) if np_dtype is None else np_dtype
+            raise TypeError(f"TinyViT dtype: got {shown}; "
+                            "expected a floating dtype (np.float32, np.float64)")
+        dtype = np_dtype
+        if not isinstance(use_pos_emb, (bool, np.bool_)):
+            raise TypeError(f"TinyViT use_pos_emb: got {use_pos_emb!r}; expected True or False")
+        try:
+            rng = np.random.default_rng(seed)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"TinyViT seed: got {seed!r}; expected a non-negative integer or None "
+                          f"({e})") from None
         self.config = dict(img_size=int(img_size), patch_size=int(patch_size),
                            in_chans=int(in_chans), dim=int(dim), num_heads=int(num_heads),
                            mlp_dim=int(mlp_dim), num_classes=int(num_classes),
@@ -77,7 +119,6 @@ class TinyViT(Module):
         self.patch_size, self.num_heads, self.use_pos_emb = patch_size, num_heads, use_pos_emb
         self.dtype = dtype
         self.num_patches = (img_size // patch_size) ** 2
-        rng = np.random.default_rng(seed)
         self.patch_embed = Linear(patch_size * patch_size * in_chans, dim, dtype=dtype, rng=rng)
         self.cls_token = Parameter((0.02 * rng.standard_normal((1, 1, dim))).astype(dtype))
         self.pos_embed = (Parameter((0.02 * rng.standard_normal((1, self.num_patches + 1, dim)))
@@ -177,6 +218,11 @@ class TinyViT(Module):
             raise ValueError(f"TinyViT train_step lr: got {lr!r}; expected a positive number")
         x = self._images(x)
         y = self._targets(y, len(x))
+        for name, a in (("x", x), ("y", y)):  # a NaN would silently poison every parameter
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                raise ValueError(f"TinyViT train_step {name}: got NaN or infinite values; "
+                                 "expected finite numbers (the step would turn the parameters "
+                                 "into NaN)")
         if full:
             loss = F.cross_entropy(self.logits(Tensor(x)), y)
             self.zero_grad()
@@ -238,38 +284,148 @@ def _one_hot(y: np.ndarray, num_classes: int, dtype) -> np.ndarray:
     return out
 
 
+#: The most bytes the arrays of one ``.npz`` may declare, all together (checked against each
+#: member's .npy header before anything is allocated).
+MAX_NPZ_BYTES = 4 << 30
+#: The most members one ``.npz`` may hold.
+MAX_NPZ_MEMBERS = 10_000
+
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _fspath(path, what: str) -> str:
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what}: got {type(path).__name__} {path!r}; expected a file path "
+                        "(str or os.PathLike)") from None
+
+
 def save_npz_atomic(path, arrays: dict) -> None:
-    """``np.savez`` to a temporary file beside ``path``, fsync, then rename over ``path``."""
-    path = os.fspath(path)
+    """``np.savez`` to a temporary file beside ``path``, fsync, rename over ``path``, then
+    fsync the folder: at any moment ``path`` is either the old file or the complete new one."""
+    path = _fspath(path, "save path")
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{path}: the folder {folder} does not exist; expected an "
+                                "existing folder to save into")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write {path} ({e.strerror}); any previous file there "
+                      "is unchanged") from None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):  # a full disk...
+            raise OSError(e.errno, f"cannot write {path} ({e.strerror}); any previous file "
+                          "there is unchanged") from None
         raise
-
-
-def load_npz(path) -> dict:
-    """Every array of an ``.npz``, read with ``allow_pickle=False``; a clear ValueError for a
-    file that is missing, truncated, not an npz, or holds object arrays."""
+    try:  # make the rename itself durable
+        dir_fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover (platforms without directory file descriptors)
+        return
     try:
-        f = np.load(path, allow_pickle=False)
-        if not isinstance(f, np.lib.npyio.NpzFile):  # a bare .npy array
-            raise ValueError(f"{path}: a single .npy array, not an .npz archive")
-        with f:
-            return {k: f[k] for k in f.files}
+        os.fsync(dir_fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def _member_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str):
+    """(shape, fortran_order, dtype, header bytes) of one .npy member, read from its header
+    alone; a ValueError for anything that is not a plain .npy array."""
+    fmt = np.lib.format
+    with zf.open(info) as fp:
+        try:
+            version = fmt.read_magic(fp)
+            if version == (1, 0):
+                shape, fortran, dtype = fmt.read_array_header_1_0(fp)
+            elif version == (2, 0):
+                shape, fortran, dtype = fmt.read_array_header_2_0(fp)
+            else:
+                raise ValueError(f"format version {version}; expected 1.0 or 2.0")
+            header = fp.tell()
+        except (ValueError, EOFError, OSError, SyntaxError) as e:
+            raise ValueError(f"{where}: member {info.filename!r} is not an .npy array ({e})") \
+                from None
+    return shape, fortran, dtype, header
+
+
+def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
+    """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
+
+    Before anything is allocated: the file must be a zip archive (its first bytes), every
+    member a plain ``.npy`` array whose header declares no object dtype, a shape whose data
+    fits the member, and all together at most ``max_bytes``. A clear ValueError otherwise
+    (missing file: FileNotFoundError).
+    """
+    where = _fspath(path, "load path")
+    try:
+        with open(where, "rb") as f:
+            head = f.read(6)
+            if head.startswith(_NPY_MAGIC):
+                raise ValueError(f"{where}: a single .npy array; expected an .npz archive")
+            if head[:4] not in _ZIP_MAGIC:
+                what = "an empty file" if not head else f"a file starting with {head!r}"
+                raise ValueError(f"{where}: not an .npz archive ({what}); expected a zip "
+                                 "archive of .npy arrays as np.savez writes")
+            f.seek(0)
+            with zipfile.ZipFile(f) as zf:
+                infos = zf.infolist()
+                if len(infos) > MAX_NPZ_MEMBERS:
+                    raise ValueError(f"{where}: {len(infos)} members; expected at most "
+                                     f"{MAX_NPZ_MEMBERS}")
+                plan, total = [], 0
+                for info in infos:
+                    if not info.filename.endswith(".npy"):
+                        raise ValueError(f"{where}: member {info.filename!r} is not an .npy "
+                                         "array; expected only .npy members")
+                    shape, _, dtype, header = _member_header(zf, info, where)
+                    if dtype.hasobject:
+                        raise ValueError(f"{where}: member {info.filename!r} holds object "
+                                         "(pickled) arrays, which are never loaded; expected "
+                                         "numeric arrays")
+                    if not all(isinstance(n, int) and n >= 0 for n in shape):
+                        raise ValueError(f"{where}: member {info.filename!r} declares shape "
+                                         f"{shape}; expected non-negative integer sizes")
+                    count = 1
+                    for n in shape:
+                        count *= n
+                    nbytes = count * dtype.itemsize
+                    total += nbytes
+                    if total > max_bytes:
+                        raise ValueError(
+                            f"{where}: member {info.filename!r} declares shape {shape} of "
+                            f"{dtype} ({nbytes:,} bytes); expected at most {max_bytes:,} bytes "
+                            "of arrays in one file (a corrupt or hostile header)")
+                    if header + nbytes > info.file_size:
+                        raise ValueError(
+                            f"{where}: member {info.filename!r} declares shape {shape} of "
+                            f"{dtype} ({nbytes:,} bytes) but holds {info.file_size - header:,}"
+                            " bytes of data; expected them to agree (truncated or corrupt)")
+                    plan.append(info)
+                arrays = {}
+                for info in plan:
+                    with zf.open(info) as fp:
+                        array = np.lib.format.read_array(fp, allow_pickle=False)
+                        fp.read()  # to the end: the zip's CRC check of the member
+                    arrays[info.filename[:-len(".npy")]] = array
+                return arrays
     except FileNotFoundError:
         raise
     except ValueError as e:
-        if "allow_pickle" in str(e) or "Object arrays" in str(e):
-            raise ValueError(f"{path}: holds object (pickled) arrays, which are never loaded") \
-                from None
-        raise ValueError(f"{path}: not a readable .npz ({e})") from None
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as e:
-        raise ValueError(f"{path}: not a readable .npz, truncated or corrupt ({e})") from None
+        if str(e).startswith(where):
+            raise
+        raise ValueError(f"{where}: not a readable .npz ({e})") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, KeyError,
+            NotImplementedError, zlib.error) as e:
+        raise ValueError(f"{where}: not a readable .npz, truncated or corrupt ({e})") from None
