@@ -31,7 +31,32 @@ import numpy as np
 from .graph import Node, _mode
 from .tensor import Tensor
 
-__all__ = ["op", "record"]
+__all__ = ["op", "record", "as_array_input"]
+
+_REAL_KINDS = "biuf"
+
+
+def as_array_input(value: Any, op: str, param: str) -> Any:
+    """``value`` as an op's array input: arrays and numbers of a real dtype pass, nested
+    lists become arrays, and anything else (None, strings, object or complex data) is a
+    TypeError naming the op and the parameter."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    if not isinstance(value, np.ndarray):
+        if isinstance(value, (list, tuple)):
+            try:
+                value = np.asarray(value)
+            except ValueError as e:
+                raise ValueError(f"{op} {param}: got a list that is not an array ({e}); "
+                                 "expected a nested list of numbers") from None
+        else:
+            shown = "None" if value is None else f"{value!r} ({type(value).__name__})"
+            raise TypeError(f"{op} {param}: got {shown}; expected a Tensor, an array or a "
+                            "number")
+    if value.dtype.kind not in _REAL_KINDS:
+        raise TypeError(f"{op} {param}: got an array of dtype {value.dtype}; expected real "
+                        "numbers (a bool, integer or floating dtype)")
+    return value
 
 
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
@@ -56,19 +81,24 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
     return Tensor._make(out, Node(name, tuple(edges)))
 
 
-def op(forward: Callable | None = None, *, name: str | None = None) -> Callable:
+def op(forward: Callable | None = None, *, name: str | None = None,
+       arrays: int = 0) -> Callable:
     """Decorator turning ``forward(*arrays, **consts) -> (out, vjps)`` into a differentiable op.
 
-    Use as ``@op`` or ``@op(name="...")``. The decorated function takes Tensors (or arrays
-    and numbers, treated as constants) and returns a Tensor. The undecorated forward stays
-    reachable as ``.forward``.
+    Use as ``@op`` or ``@op(name="...", arrays=2)``. The decorated function takes Tensors (or
+    arrays and numbers, treated as constants) and returns a Tensor. ``arrays`` declares how
+    many leading positional parameters are array inputs: those are checked
+    (:func:`as_array_input`; None passes only where the parameter's default is None) before
+    the forward runs. The undecorated forward stays reachable as ``.forward``.
     """
     if forward is None:
-        return functools.partial(op, name=name)
+        return functools.partial(op, name=name, arrays=arrays)
     opname = name or forward.__name__
     signature = inspect.signature(forward)
     positional = [p.name for p in signature.parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    checked = [(i, positional[i], signature.parameters[positional[i]].default is None)
+               for i in range(min(arrays, len(positional)))]
 
     def by_position(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Move keyword arguments that name positional parameters into their positions, so a
@@ -90,6 +120,14 @@ def op(forward: Callable | None = None, *, name: str | None = None) -> Callable:
         # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does.
         raw = [a.data if isinstance(a, Tensor) else a.item() if isinstance(a, np.generic) else a
                for a in args]
+        for i, param, optional in checked:
+            if i < len(raw):
+                a = raw[i]
+                if type(a) is np.ndarray and a.dtype.kind in _REAL_KINDS:
+                    continue
+                if a is None and optional:
+                    continue
+                raw[i] = as_array_input(a, opname, param)
         out, vjps = forward(*raw, **kwargs)
         return record(out, args, vjps, opname)
 

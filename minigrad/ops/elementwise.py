@@ -24,38 +24,38 @@ def _negate(g):
     return -g
 
 
-@op
+@op(arrays=2)
 def add(a, b):
     """out = a + b.   VJP: ā = g, b̄ = g."""
     return np.add(a, b), (_identity, _identity)
 
 
-@op
+@op(arrays=2)
 def sub(a, b):
     """out = a - b.   VJP: ā = g, b̄ = -g."""
     return np.subtract(a, b), (_identity, _negate)
 
 
-@op
+@op(arrays=2)
 def mul(a, b):
     """out = a * b.   VJP: ā = g * b, b̄ = g * a."""
     return np.multiply(a, b), (lambda g: g * b, lambda g: g * a)
 
 
-@op
+@op(arrays=2)
 def div(a, b):
     """out = a / b.   VJP: ā = g / b, b̄ = -g * a / b² = -g * out / b."""
     out = np.true_divide(a, b)
     return out, (lambda g: g / b, lambda g: -g * out / b)
 
 
-@op
+@op(arrays=1)
 def neg(a):
     """out = -a.   VJP: ā = -g."""
     return np.negative(a), _negate
 
 
-@op
+@op(arrays=2)
 def pow(a, b):
     """out = a ** b.   VJP: ā = g * b * a^(b-1)  (0 where b = 0),
     b̄ = g * out * log(a)  (0 where a = 0, b >= 0).
@@ -85,47 +85,47 @@ def pow(a, b):
     return out, (vjp_a, vjp_b)
 
 
-@op
+@op(arrays=1)
 def exp(a):
     """out = e^a.   VJP: ā = g * out."""
     out = np.exp(a)
     return out, lambda g: g * out
 
 
-@op
+@op(arrays=1)
 def log(a):
     """out = ln a.   VJP: ā = g / a."""
     return np.log(a), lambda g: g / a
 
 
-@op
+@op(arrays=1)
 def sqrt(a):
     """out = √a.   VJP: ā = g / (2 out)."""
     out = np.sqrt(a)
     return out, lambda g: g / (out + out)
 
 
-@op
+@op(arrays=1)
 def tanh(a):
     """out = tanh a.   VJP: ā = g * (1 - out²)."""
     out = np.tanh(a)
     return out, lambda g: g * (1 - out * out)
 
 
-@op
+@op(arrays=1)
 def abs(a):
     """out = |a|.   VJP: ā = g * sign(a)  (0 at a = 0, the subgradient PyTorch uses)."""
     return np.abs(a), lambda g: g * np.sign(a)
 
 
-@op
+@op(arrays=1)
 def sigmoid(a):
     """out = 1 / (1 + e^-a).   VJP: ā = g * out * (1 - out)."""
     out = np.exp(-np.logaddexp(0, -a))  # no overflow for large |a|
     return out, lambda g: g * out * (1 - out)
 
 
-@op
+@op(arrays=1)
 def relu(a):
     """out = max(a, 0).   VJP: ā = g where a > 0, else 0."""
     return np.maximum(a, 0), lambda g: g * (a > 0)
@@ -138,7 +138,7 @@ def _tie_weight(win, tie, dtype):
     return w
 
 
-@op
+@op(arrays=2)
 def maximum(a, b):
     """out = max(a, b) elementwise.   VJP: ā = g * [a > b] + g/2 * [a = b],  b̄ = g - ā.
 
@@ -155,7 +155,7 @@ def maximum(a, b):
     return out, (vjp_a, vjp_b)
 
 
-@op
+@op(arrays=2)
 def minimum(a, b):
     """out = min(a, b) elementwise.   VJP: ā = g * [a < b] + g/2 * [a = b],  b̄ likewise.
 
@@ -172,7 +172,7 @@ def minimum(a, b):
     return out, (vjp_a, vjp_b)
 
 
-@op
+@op(arrays=3)
 def where(condition, a, b):
     """out = a where condition else b.   VJP: ā = g where condition else 0, b̄ = the rest.
 
@@ -183,7 +183,7 @@ def where(condition, a, b):
     return out, (None, lambda g: np.where(cond, g, 0), lambda g: np.where(cond, 0, g))
 
 
-@op
+@op(arrays=1)
 def clip(a, a_min=None, a_max=None):
     """out = min(max(a, a_min), a_max).   VJP: ā = g where a_min <= a <= a_max, else 0.
 
@@ -205,12 +205,16 @@ def clip(a, a_min=None, a_max=None):
     return out, vjp
 
 
-@op
+@op(arrays=1)
 def astype(a, dtype):
     """out = a cast to ``dtype``.   VJP: ā = g cast back to a's dtype (done by the engine).
 
     A cast to a non-floating dtype (int, bool) is not differentiable, as in PyTorch: its
     result does not require grad (an integer gradient would be silently truncated).
     """
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biuf":
+        raise TypeError(f"astype dtype: got {dtype}; expected a real dtype (bool, integer or "
+                        "floating)")
     out = a.astype(dtype, copy=False)
     return out, (_identity if out.dtype.kind == "f" else None,)

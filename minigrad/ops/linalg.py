@@ -17,7 +17,7 @@ def _sum_leading(x):
     return np.sum(x, axis=tuple(range(x.ndim - 1)))
 
 
-@op
+@op(arrays=2)
 def matmul(a, b):
     """out = a @ b with NumPy's rules (1-D operands, batched stacks, broadcast batch axes).
 

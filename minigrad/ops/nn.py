@@ -42,7 +42,7 @@ def _rows(a):
     return np.ascontiguousarray(a).reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
 
 
-@op
+@op(arrays=1)
 def softmax(x, axis=-1):
     """y = e^(x - max x) / Σ e^(x - max x) along ``axis``.
 
@@ -91,14 +91,14 @@ def _softmax_last(x):
     return y2.reshape(shape), vjp
 
 
-@op
+@op(arrays=1)
 def log_softmax(x, axis=-1):
     """y = x - logsumexp(x) along ``axis``.   VJP: x̄ = g - e^y ⊙ Σ_axis g."""
     y = _log_softmax(x, axis)
     return y, lambda g: g - np.exp(y) * np.sum(g, axis=axis, keepdims=True)
 
 
-@op
+@op(arrays=1)
 def logsumexp(x, axis=None, keepdims=False):
     """y = m + log Σ_axis e^(x - m), m = max_axis x (so no overflow).
 
@@ -118,7 +118,19 @@ def logsumexp(x, axis=None, keepdims=False):
     return y, vjp
 
 
-@op
+def _check_layer_norm(x, weight, bias, eps):
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"layer_norm eps: got {eps!r}; expected a positive number")
+    if not eps > 0:
+        raise ValueError(f"layer_norm eps: got {eps!r}; expected a positive number")
+    D = np.shape(x)[-1] if np.ndim(x) else None
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and np.shape(p) != (D,):
+            raise ValueError(f"layer_norm {name}: got shape {np.shape(p)}; expected ({D},), the "
+                             f"size of the last axis of x {np.shape(x)}")
+
+
+@op(arrays=3)
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """Normalize over the last axis: x̂ = (x - μ) / √(σ² + eps), y = x̂ ⊙ w + b.
 
@@ -128,6 +140,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
         x̄ = r · (ĝ - mean(ĝ) - x̂ ⊙ mean(ĝ ⊙ x̂)),   w̄ = Σ_rows g ⊙ x̂,   b̄ = Σ_rows g.
     Rows are independent, so both passes run block by block on every core.
     """
+    _check_layer_norm(x, weight, bias, eps)
     shape = x.shape  # the VJPs keep x̂ and r, not x
     x2 = _rows(x)
     n = x2.shape[1]
@@ -186,7 +199,7 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_K = 0.044715
 
 
-@op
+@op(arrays=1)
 def gelu_tanh(x):
     """y = ½ x (1 + t),  t = tanh u,  u = √(2/π) (x + 0.044715 x³) = √(2/π) x (1 + 0.044715 x²).
 
@@ -245,6 +258,9 @@ def _check_cross_entropy(logits, target, reduction, label_smoothing):
         )
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"cross_entropy reduction: got {reduction!r}; expected 'mean', 'sum' or 'none'")
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)):
+        raise TypeError(f"cross_entropy label_smoothing: got {label_smoothing!r}; expected a "
+                        "number in [0, 1]")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy label_smoothing: got {label_smoothing}; expected 0 <= it <= 1")
     C = logits.shape[-1]
@@ -273,7 +289,7 @@ def _check_cross_entropy(logits, target, reduction, label_smoothing):
     )
 
 
-@op
+@op(arrays=1)
 def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0):
     """Cross-entropy of softmax(logits) against class labels or soft targets (classes last).
 

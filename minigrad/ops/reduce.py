@@ -38,7 +38,7 @@ def _keep(g, ndim, axes, keepdims):
     return np.expand_dims(g, axes) if np.ndim(g) else np.reshape(g, (1,) * ndim)
 
 
-@op
+@op(arrays=1)
 def sum(a, axis=None, keepdims=False):
     """out = Σ_axis a.   VJP: ā = g broadcast back over the summed axes."""
     axes = _axes(axis, a.ndim)
@@ -47,7 +47,7 @@ def sum(a, axis=None, keepdims=False):
     return out, lambda g: np.broadcast_to(_keep(g, ndim, axes, keepdims), shape)
 
 
-@op
+@op(arrays=1)
 def mean(a, axis=None, keepdims=False):
     """out = (1/n) Σ_axis a, n the number of elements reduced.   VJP: ā = g / n, broadcast."""
     axes = _axes(axis, a.ndim)
@@ -73,7 +73,7 @@ def _extremum(reduce, a, axis, keepdims):
     return out, vjp
 
 
-@op
+@op(arrays=1)
 def max(a, axis=None, keepdims=False):
     """out = max_axis a.   VJP: ā = g * [a = out] / #ties.
 
@@ -82,13 +82,13 @@ def max(a, axis=None, keepdims=False):
     return _extremum(np.max, a, axis, keepdims)
 
 
-@op
+@op(arrays=1)
 def min(a, axis=None, keepdims=False):
     """out = min_axis a.   VJP: ā = g * [a = out] / #ties (ties split evenly)."""
     return _extremum(np.min, a, axis, keepdims)
 
 
-@op
+@op(arrays=1)
 def var(a, axis=None, ddof=0, keepdims=False):
     """out = Σ_axis (a - μ)² / (n - ddof), μ the mean.   VJP: ā = g * 2 (a - μ) / (n - ddof).
 
@@ -97,6 +97,8 @@ def var(a, axis=None, ddof=0, keepdims=False):
     With ``ddof >= n`` the count n - ddof is taken as 0, as NumPy and PyTorch do: the
     variance is inf (nan for a constant slice), and so is its gradient.
     """
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
+        raise TypeError(f"var ddof: got {ddof!r}; expected a non-negative integer")
     axes = _axes(axis, a.ndim)
     d = a - np.mean(a, axis=axes, keepdims=True)
     n = _count(a.shape, axes)

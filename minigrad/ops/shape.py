@@ -5,7 +5,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..op import op, record
+from ..op import as_array_input, op, record
+
+try:  # NumPy >= 2.0
+    from numpy.lib.array_utils import normalize_axis_index
+except ImportError:  # pragma: no cover
+    from numpy.core.multiarray import normalize_axis_index
 from ..tensor import Tensor
 
 __all__ = [
@@ -14,16 +19,19 @@ __all__ = [
 ]
 
 
-@op
+@op(arrays=1)
 def reshape(a, shape):
     """out = a viewed with ``shape``.   VJP: ā = g reshaped to a's shape."""
     in_shape = a.shape
     return np.reshape(a, shape), lambda g: g.reshape(in_shape)
 
 
-@op
+@op(arrays=1)
 def transpose(a, axes=None):
     """out = a with axes permuted (reversed for None).   VJP: ā = g with the inverse permutation."""
+    if axes is not None and len(axes) != np.ndim(a):
+        raise ValueError(f"transpose axes: got {tuple(axes)} for an array of shape "
+                         f"{np.shape(a)}; expected a permutation of its {np.ndim(a)} axes")
     out = np.transpose(a, axes)
     inverse = None if axes is None else np.argsort([ax % a.ndim for ax in axes])
     return out, lambda g: g.transpose(inverse)
@@ -33,37 +41,50 @@ def permute(a, *axes):
     """PyTorch's name for ``transpose(a, axes)``."""
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
+    if not isinstance(a, Tensor):
+        a = as_array_input(a, "permute", "a")
     return transpose(a, axes)
 
 
-@op
+@op(arrays=1)
 def swapaxes(a, axis1, axis2):
     """out = a with two axes exchanged.   VJP: ā = g with the same two axes exchanged."""
     return np.swapaxes(a, axis1, axis2), lambda g: g.swapaxes(axis1, axis2)
 
 
-@op
+@op(arrays=1)
 def expand_dims(a, axis):
     """out = a with size-1 axes inserted.   VJP: ā = g reshaped to a's shape."""
     in_shape = a.shape
     return np.expand_dims(a, axis), lambda g: g.reshape(in_shape)
 
 
-@op
+@op(arrays=1)
 def squeeze(a, axis=None):
     """out = a without (the given) size-1 axes.   VJP: ā = g reshaped to a's shape."""
-    in_shape = a.shape
-    return np.squeeze(a, axis), lambda g: g.reshape(in_shape)
+    in_shape = np.shape(a)
+    try:
+        out = np.squeeze(a, axis)
+    except ValueError:
+        raise ValueError(f"squeeze axis: got {axis} for an array of shape {in_shape}; expected "
+                         "axes of size 1") from None
+    return out, lambda g: g.reshape(in_shape)
 
 
-@op
+@op(arrays=1)
 def broadcast_to(a, shape):
     """out = a broadcast to ``shape`` (a read-only view).
 
     VJP: ā = g summed over the broadcast axes, which is exactly what the engine's
     ``unbroadcast`` does for every op, so the VJP itself is the identity.
     """
-    return np.broadcast_to(a, shape), lambda g: g
+    try:
+        out = np.broadcast_to(a, shape)
+    except ValueError:
+        raise ValueError(f"broadcast_to: cannot broadcast an array of shape {np.shape(a)} to "
+                         f"{tuple(np.atleast_1d(shape).tolist())}; expected a shape it broadcasts to") \
+            from None
+    return out, lambda g: g
 
 
 def _is_basic(index) -> bool:
@@ -84,7 +105,7 @@ def _unwrap_index(index):
     return index
 
 
-@op(name="getitem")
+@op(name="getitem", arrays=1)
 def _getitem(a, index):
     """out = a[index].   VJP: ā = zeros, then ā[index] += g.
 
@@ -113,10 +134,22 @@ def getitem(a: Tensor, index) -> Tensor:
     return _getitem(a, _unwrap_index(index))
 
 
+def _sequence_inputs(tensors, op: str) -> tuple[list, list]:
+    """The inputs of a variadic op as a list (a generator would be spent before the graph
+    is recorded) and their arrays, each checked as an array input."""
+    if isinstance(tensors, (Tensor, np.ndarray, str)) or not hasattr(tensors, "__iter__"):
+        shown = "None" if tensors is None else type(tensors).__name__
+        raise TypeError(f"{op} tensors: got {shown}; expected a list or tuple of Tensors or "
+                        "arrays")
+    tensors = list(tensors)
+    arrays = [t.data if isinstance(t, Tensor) else np.asarray(as_array_input(t, op, f"tensors[{i}]"))
+              for i, t in enumerate(tensors)]
+    return tensors, arrays
+
+
 def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
     """out = the inputs joined along ``axis``.   VJP: input i gets its slice of g."""
-    tensors = list(tensors)  # a generator would be spent before the graph is recorded
-    arrays = [t.data if isinstance(t, Tensor) else np.asarray(t) for t in tensors]
+    tensors, arrays = _sequence_inputs(tensors, "concatenate")
     out = np.concatenate(arrays, axis=axis)
     ax = axis % out.ndim
     bounds = np.cumsum([0] + [x.shape[ax] for x in arrays])
@@ -131,8 +164,11 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
 
 def stack(tensors: Sequence, axis: int = 0) -> Tensor:
     """out = the inputs stacked along a new ``axis``.   VJP: input i gets g taken at i on it."""
-    tensors = list(tensors)  # a generator would be spent before the graph is recorded
-    arrays = [t.data if isinstance(t, Tensor) else np.asarray(t) for t in tensors]
+    tensors, arrays = _sequence_inputs(tensors, "stack")
+    shapes = {x.shape for x in arrays}
+    if len(shapes) > 1:
+        raise ValueError(f"stack tensors: got shapes {[x.shape for x in arrays]}; expected "
+                         "all of one shape")
     out = np.stack(arrays, axis=axis)
     ax = axis % out.ndim
 
@@ -146,8 +182,12 @@ def stack(tensors: Sequence, axis: int = 0) -> Tensor:
 def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
     """Split ``a`` along ``axis`` as ``np.split`` does; each piece is a slice of ``a``,
     so its gradient flows back through ``getitem``."""
-    data = a.data if isinstance(a, Tensor) else np.asarray(a)
-    ax = axis % data.ndim
+    data = a.data if isinstance(a, Tensor) else np.asarray(as_array_input(a, "split", "a"))
+    try:
+        ax = normalize_axis_index(axis, data.ndim)
+    except (ValueError, IndexError, TypeError):
+        raise ValueError(f"split axis: got {axis!r} for an array of shape {data.shape}; "
+                         f"expected an integer in [-{data.ndim}, {data.ndim})") from None
     n = data.shape[ax]
     if isinstance(indices_or_sections, (int, np.integer)):
         sections = int(indices_or_sections)
