@@ -37,6 +37,15 @@ def _row_sum(a):
     return a @ _ones_column(a.shape[1], a.dtype)
 
 
+def _row_max(a):
+    """max over the last axis of a (rows, n) matrix, as (rows, 1). For short rows NumPy's
+    reduction pays per row, so they are transposed first and reduced across (the maximum is
+    exact either way)."""
+    if a.shape[1] <= 32:
+        return np.maximum.reduce(a.T.copy(), axis=0).reshape(-1, 1)
+    return a.max(axis=1, keepdims=True)
+
+
 def _rows(a):
     """``a`` as a C-contiguous (rows, last axis) matrix (a view when it already is one)."""
     return np.ascontiguousarray(a).reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
@@ -69,7 +78,7 @@ def _softmax_last(x):
 
     def forward(lo, hi):
         ys = y2[lo:hi]
-        np.subtract(x2[lo:hi], x2[lo:hi].max(axis=1, keepdims=True), out=ys)
+        np.subtract(x2[lo:hi], _row_max(x2[lo:hi]), out=ys)
         np.exp(ys, out=ys)
         ys /= _row_sum(ys)
 
