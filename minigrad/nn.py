@@ -152,8 +152,26 @@ class Module:
                 yield (f"{module_name}.{key}" if module_name else key), param
 
     def parameters(self) -> Iterator[Parameter]:
-        """Every parameter once, in ``named_parameters`` order (what an optimizer takes)."""
-        return (param for _, param in self.named_parameters())
+        """Every parameter once, in ``named_parameters`` order (what an optimizer takes).
+
+        The same walk as ``named_parameters`` without building names: ``zero_grad`` and
+        training loops call it every step.
+        """
+        seen_modules: set[int] = set()
+        seen: set[int] = set()
+        found = []
+        stack = [self]
+        while stack:
+            module = stack.pop()
+            if id(module) in seen_modules:
+                continue
+            seen_modules.add(id(module))
+            for param in module._parameters.values():
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    found.append(param)
+            stack.extend(reversed(module._modules.values()))
+        return iter(found)
 
     def num_parameters(self) -> int:
         """Total number of scalar parameters (shared parameters counted once)."""
@@ -331,8 +349,7 @@ class Linear(Module):
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in_features) -> (..., out_features)."""
         x = _check_features("Linear", x, self.in_features)
-        y = x @ self.weight
-        return y if self.bias is None else y + self.bias
+        return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -3,7 +3,7 @@ from .elementwise import (
     abs, add, astype, clip, div, exp, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
     sqrt, sub, tanh, where,
 )
-from .linalg import matmul
+from .linalg import linear, matmul
 from .nn import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
 from .reduce import max, mean, min, sum, var
 from .shape import (
@@ -18,7 +18,7 @@ PUBLIC_OPS = (
     "sum", "mean", "max", "min", "var",
     "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
     "getitem", "concatenate", "stack", "split",
-    "matmul",
+    "matmul", "linear",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
 )
 __all__ = list(PUBLIC_OPS) + ["PUBLIC_OPS"]

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..op import op
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "linear"]
 
 
 def _mT(x):
@@ -61,3 +61,30 @@ def matmul(a, b):
         )
     out = a @ b
     return out, (lambda g: g @ _mT(b), lambda g: _mT(a) @ g)
+
+
+@op(arrays=3)
+def linear(x, weight, bias=None):
+    """out = x @ W + b for x (..., k), W (k, n) and an optional b (n,): a Linear layer as one op.
+
+    VJP, with x and g flattened to (rows, k) and (rows, n) matrices x₂ and g₂:
+        x̄ = g @ Wᵀ,   W̄ = x₂ᵀ g₂,   b̄ = Σ_rows g₂.
+    Every row goes through one GEMM, and the bias gradient is a column sum rather than the
+    broadcast-undo of a separate add.
+    """
+    if np.ndim(weight) != 2 or np.ndim(x) < 1 or np.shape(x)[-1] != np.shape(weight)[0]:
+        raise ValueError(f"linear: got x of shape {np.shape(x)} and weight of shape "
+                         f"{np.shape(weight)}; expected x (..., k) and weight (k, n)")
+    k, n = weight.shape
+    if bias is not None and np.shape(bias) != (n,):
+        raise ValueError(f"linear bias: got shape {np.shape(bias)}; expected ({n},)")
+    x_shape = np.shape(x)
+    x2 = np.reshape(x, (-1, k))  # kept for the weight's gradient (a copy only if x was strided)
+    out = x2 @ weight
+    if bias is not None:
+        out = out + bias
+    return out.reshape(x_shape[:-1] + (n,)), (
+        lambda g: (g.reshape(-1, n) @ weight.T).reshape(x_shape),
+        lambda g: x2.T @ g.reshape(-1, n),
+        lambda g: np.add.reduce(g.reshape(-1, n), axis=0),
+    )

@@ -139,6 +139,10 @@ for sa, sb in [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((2, 3, 4), (4,)), 
     case("matmul", "x".join(map(str, sa)) + "@" + "x".join(map(str, sb)), F.matmul, torch.matmul,
          rn(*sa), rn(*sb))
 
+for sx in [(4,), (3, 4), (2, 3, 4)]:  # minigrad's weight is (in, out); torch's is (out, in)
+    case("linear", "x".join(map(str, sx)), F.linear,
+         lambda x, w, b: torch.nn.functional.linear(x, w.T, b), rn(*sx), rn(4, 5), rn(5))
+
 # fused nn ops
 for ax in (-1, 0, 1):
     case("softmax", f"axis={ax}", lambda a, ax=ax: F.softmax(a, axis=ax),

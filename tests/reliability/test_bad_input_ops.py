@@ -52,6 +52,7 @@ SLOT = {
     "concatenate": lambda v: F.concatenate([T, v]), "stack": lambda v: F.stack([T, v]),
     "split": lambda v: F.split(v, 3, axis=1),
     "matmul": lambda v: F.matmul(T, v),
+    "linear": lambda v: F.linear(v, np.ones((3, 4))),
     "softmax": F.softmax, "log_softmax": F.log_softmax, "logsumexp": F.logsumexp,
     "layer_norm": F.layer_norm, "gelu_tanh": F.gelu_tanh,
     "cross_entropy": lambda v: F.cross_entropy(v, LABELS),
@@ -159,6 +160,10 @@ SPECIFIC = [
     bad("matmul-inner-mismatch", lambda: F.matmul(T, np.ones((2, 2))), ValueError,
         "size 2", "3", numpy=True, keep=(T.data,)),
     bad("matmul-0d", lambda: F.matmul(T, mg.Tensor(1.0)), ValueError, "matmul", "()"),
+    bad("linear-inner-mismatch", lambda: F.linear(T, np.ones((4, 2))), ValueError, "linear",
+        "(2, 3)", "(4, 2)", keep=(T.data,)),
+    bad("linear-bias-shape", lambda: F.linear(T, np.ones((3, 2)), np.ones(3)), ValueError,
+        "bias", "(3,)", "(2,)"),
     # elementwise
     bad("add-shape-mismatch", lambda: F.add(T, np.ones(4)), ValueError, "(2,3)", "(4,)",
         numpy=True, keep=(T.data,)),
