@@ -1,0 +1,359 @@
+"""One full TinyViT training step (forward, loss, backward, plain SGD on every parameter).
+
+    python benchmarks/train_step.py                  # configs A-D, a few minutes
+    python benchmarks/train_step.py --quick          # seconds: configs A and B, few repetitions
+    python benchmarks/train_step.py --configs A,D --profile minigrad32
+
+Implementations (each starts from the same initialization, copied from one minigrad model):
+  minigrad32 / minigrad64   TinyViT + F.cross_entropy + backward + p.data -= lr * p.grad
+  manual                    vit/manual.py: forward and backward by hand (float32)
+  torch                     the same model in PyTorch eager on the CPU (float32), if importable
+  autograd                  the same model in HIPS autograd's numpy (float32), if importable
+Timing: a warm-up, then round-robin turns (order rotating), so drift and other load hit all
+alike; each turn settles untimed for 0.2 s (the previous library's idle BLAS/OpenMP threads
+spin meanwhile and would slow the next one), then times 5 steps; median and min ms per
+step. The matmul FLOPs are counted analytically (forward, plus 2x for backward) and compared
+with the machine's float32 matmul peak measured in the same run. Peak memory per step is
+tracemalloc's peak over one extra step (NumPy reports its buffers to tracemalloc; PyTorch's
+allocator does not, so torch has no number).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import importlib.util
+import math
+import os
+import platform
+import pstats
+import sys
+import time
+import tracemalloc
+from collections import namedtuple
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from minigrad import F, Tensor  # noqa: E402
+from vit import manual  # noqa: E402
+from vit.model import TinyViT  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from baselines import LR, make_autograd, make_torch  # noqa: E402
+
+HEADER = f"{'config':<16} {'impl':<11} {'median ms':>10} {'min ms':>9} {'GFLOP/s':>8} " \
+         f"{'% peak':>7} {'peak MB':>8} {'faults':>7}"
+_limits = []  # keeps a threadpoolctl limit alive
+
+
+class Config(namedtuple("Config", "name batch image channels patch dim heads mlp classes")):
+    __slots__ = ()
+
+    def model_kwargs(self):
+        return dict(img_size=self.image, patch_size=self.patch, in_chans=self.channels,
+                    dim=self.dim, num_heads=self.heads, mlp_dim=self.mlp,
+                    num_classes=self.classes, use_pos_emb=True)
+
+    def step_flops(self) -> float:
+        """Matmul FLOPs of one step: 3x the forward's (the backward counted as 2x)."""
+        B, D, Fh, K = self.batch, self.dim, self.mlp, self.classes
+        N = (self.image // self.patch) ** 2
+        T = N + 1
+        fwd = 2 * B * (N * self.patch ** 2 * self.channels * D  # patch embedding
+                       + T * D * 3 * D + T * D * D  # qkv, output projection
+                       + 2 * T * T * D  # Q K^T and A V over all heads
+                       + 2 * T * D * Fh  # fc1, fc2
+                       + D * K)  # head
+        return 3.0 * fwd
+
+
+CONFIGS = {
+    "A": Config("A tiny", 64, 8, 1, 4, 16, 2, 32, 10),
+    "B": Config("B digits", 128, 8, 1, 2, 64, 4, 128, 10),
+    "C": Config("C small", 32, 32, 3, 4, 128, 4, 256, 10),
+    "D": Config("D ViT-Ti block", 8, 224, 3, 16, 192, 3, 768, 1000),
+}
+
+
+# ---- implementations: each make_* returns step() -> loss, with its own copy of the state ----
+def make_minigrad(cfg, state, x, y, dtype):
+    model = TinyViT(**cfg.model_kwargs(), dtype=dtype)
+    model.load_state_dict({k: v.astype(dtype) for k, v in state.items()})
+    params = list(model.parameters())
+    xt = Tensor(x.astype(dtype))
+
+    def step():
+        model.zero_grad()
+        loss = F.cross_entropy(model(xt), y)
+        loss.backward()
+        for p in params:
+            p.data -= LR * p.grad
+        return loss.item()
+    return step
+
+
+def make_manual(cfg, state, x, y):
+    params = {k: v.astype(np.float32) for k, v in state.items()}
+
+    def step():
+        loss, grads = manual.loss_and_grads(params, x, y, cfg.patch, cfg.heads)
+        manual.sgd_step(params, grads, LR)
+        return loss
+    return step
+
+
+def available(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def build(cfg, impls):
+    rng = np.random.default_rng(0)
+    state = TinyViT(**cfg.model_kwargs(), dtype=np.float64, seed=0).state_dict()
+    x = rng.standard_normal((cfg.batch, cfg.channels, cfg.image, cfg.image)).astype(np.float32)
+    y = rng.integers(0, cfg.classes, cfg.batch)
+    makers = {"minigrad32": lambda: make_minigrad(cfg, state, x, y, np.float32),
+              "minigrad64": lambda: make_minigrad(cfg, state, x, y, np.float64),
+              "manual": lambda: make_manual(cfg, state, x, y),
+              "torch": lambda: make_torch(cfg, state, x, y),
+              "autograd": lambda: make_autograd(cfg, state, x, y)}
+    return {name: makers[name]() for name in impls}
+
+
+# ---- measurement ---------------------------------------------------------------------------
+def matmul_peak(n: int, reps: int) -> float:
+    """Best float32 GFLOP/s of an n x n @ n x n np.matmul."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    a @ a
+    best = min(_timed(lambda: a @ a) for _ in range(reps))
+    return 2.0 * n ** 3 / best / 1e9
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def run_config(cfg, steps, warmup, budget, turn, settle, rounds=None):
+    """{impl: (median s, min s, page faults per step)}, and the number of timed steps.
+
+    Round-robin turns, the order rotating each round: in its turn an implementation first
+    runs untimed for ``settle`` seconds (at least one step), so the idle threads of the one
+    before (OpenBLAS and OpenMP workers spin for a while after each call) stop competing
+    for the cores, then ``turn`` timed steps. Rounds: as many as fit ``budget`` (3 to 100).
+    """
+    names = list(steps)
+    losses = {name: steps[name]() for name in names}  # every implementation, same state
+    spread = max(losses.values()) - min(losses.values())
+    if not spread <= 1e-4 * max(1.0, abs(losses[names[0]])):
+        raise AssertionError(f"{cfg.name}: first-step losses disagree: {losses}")
+    first = {name: min(_timed(steps[name]) for _ in range(warmup)) for name in names}
+    if rounds is None:
+        per_round = sum(max(settle, t) + turn * t for t in first.values())
+        rounds = int(max(3, min(100, budget / per_round)))
+    times = {name: [] for name in names}
+    faults = dict.fromkeys(names, 0)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            while True:
+                steps[name]()
+                if time.perf_counter() - t0 >= settle:
+                    break
+            f0 = _minor_faults()
+            times[name] += [_timed(steps[name]) for _ in range(turn)]
+            faults[name] += _minor_faults() - f0
+    n = rounds * turn
+    return {k: (float(np.median(t)), float(np.min(t)), faults[k] / n)
+            for k, t in times.items()}, n
+
+
+def _minor_faults() -> int:
+    """Minor page faults of this process so far (0 where getrusage is missing)."""
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    except ImportError:
+        return 0
+
+
+def peak_memory(step) -> float:
+    """tracemalloc's peak (MB) over one step (allocations made during the step)."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        step()
+        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+    finally:
+        tracemalloc.stop()
+
+
+def profile(step, top: int = 15, seconds: float = 3.0) -> None:
+    """cProfile of repeated steps: the functions with the most own time, in ms per step."""
+    n = max(3, min(200, int(seconds / max(_timed(step), 1e-6))))
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        step()
+    prof.disable()
+    stats = pstats.Stats(prof).stats  # (file, line, fn) -> (cc, ncalls, tottime, cumtime, ...)
+    total = sum(v[2] for v in stats.values())
+    print(f"{n} steps, {1e3 * total / n:.2f} ms per step under the profiler")
+    print(f"{'own ms/step':>11} {'share':>6} {'cum ms/step':>11} {'calls/step':>10}  function")
+    ranked = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    for (file, line, fn), (_, nc, tt, ct, _) in ranked:
+        where = f"{os.path.relpath(file) if file.startswith('/') else file}:{line}({fn})"
+        print(f"{1e3 * tt / n:>11.3f} {100 * tt / total:>5.1f}% {1e3 * ct / n:>11.3f} "
+              f"{nc / n:>10.0f}  {where}")
+
+
+def keep_heap() -> bool:
+    """glibc only: keep freed memory in the process (no heap trimming, no mmap below 32 MB),
+    so a step's temporaries reuse pages instead of faulting fresh ones in from the kernel."""
+    try:
+        import ctypes
+        import ctypes.util
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 * 2 ** 20)
+                    and libc.mallopt(M_TRIM_THRESHOLD, 2 ** 30))
+    except (OSError, AttributeError, TypeError):
+        return False
+
+
+def machine_line() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    threads = "?"
+    if available("threadpoolctl"):
+        from threadpoolctl import threadpool_info
+        threads = ",".join(str(i["num_threads"]) for i in threadpool_info()
+                           if i.get("user_api") == "blas") or "?"
+    line = (f"{datetime.datetime.now():%Y-%m-%d %H:%M}  {cpu}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}, NumPy {np.__version__} "
+            f"({blas.get('name')} {blas.get('version')}, {threads} BLAS threads)")
+    if available("torch"):
+        import torch
+        line += f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
+    if available("autograd"):
+        from importlib.metadata import version
+        line += f", autograd {version('autograd')}"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return line + f"; load average {load:.2f}; commit {_commit()}"
+
+
+def _commit() -> str:
+    """HEAD's short hash, marked when minigrad/ or vit/ differ from it (read-only git calls)."""
+    import subprocess
+
+    def git(*cmd):
+        return subprocess.run(["git", *cmd], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = git("rev-parse", "--short", "HEAD").stdout.strip() or "?"
+        dirty = git("diff", "--quiet", "HEAD", "--", "minigrad", "vit").returncode == 1
+    except OSError:
+        return "?"
+    return head + (" + uncommitted changes in minigrad/ or vit/" if dirty else "")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="seconds-long smoke run (A, B)")
+    ap.add_argument("--configs", help="comma-separated subset of A,B,C,D")
+    ap.add_argument("--impls", help="comma-separated subset of the implementations")
+    ap.add_argument("--rounds", type=int, help="round-robin rounds (default: fit --budget)")
+    ap.add_argument("--turn", type=int, help="timed steps per turn (default 5; quick 2)")
+    ap.add_argument("--settle", type=float, default=0.2,
+                    help="untimed seconds at the start of each turn (quick: 0.05)")
+    ap.add_argument("--budget", type=float, default=25.0, help="seconds of timing per config")
+    ap.add_argument("--profile", metavar="IMPL", help="print a cProfile of IMPL's step instead")
+    ap.add_argument("--keep-heap", action="store_true",
+                    help="glibc mallopt: keep freed memory (no page faults for temporaries)")
+    ap.add_argument("--threads", type=int, help="BLAS and torch threads (default: the machine's)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            ap.error("--threads needs threadpoolctl (or set OPENBLAS_NUM_THREADS and "
+                     "OMP_NUM_THREADS before starting)")
+        _limits.append(threadpool_limits(args.threads))
+        if available("torch"):
+            import torch
+            torch.set_num_threads(args.threads)
+    if args.keep_heap and not keep_heap():
+        ap.error("--keep-heap: mallopt is not available (not glibc?)")
+    keys = (args.configs or ("A,B" if args.quick else "A,B,C,D")).upper().split(",")
+    if any(k not in CONFIGS for k in keys):
+        ap.error(f"--configs: expected letters from {','.join(CONFIGS)}, got {args.configs}")
+    impls = ["minigrad32", "minigrad64", "manual", "torch", "autograd"]
+    skipped = [n for n in ("torch", "autograd") if not available(n)]
+    impls = [n for n in impls if n not in skipped]
+    if args.impls:
+        impls = [n for n in args.impls.split(",") if n in impls]
+    rounds, warmup = (args.rounds or 2, 1) if args.quick else (args.rounds, 2)
+    turn, settle = (args.turn or 2, 0.05) if args.quick else (args.turn or 5, args.settle)
+
+    if args.profile:
+        for k in keys:
+            print(f"== cProfile of {args.profile}, config {CONFIGS[k].name} ==")
+            profile(build(CONFIGS[k], [args.profile])[args.profile])
+        return 0
+
+    print(machine_line())
+    if args.keep_heap:
+        print("--keep-heap: glibc keeps freed memory (M_TRIM_THRESHOLD 1 GiB, M_MMAP_THRESHOLD "
+              "32 MiB)")
+    if skipped:
+        print(f"skipped (not importable): {', '.join(skipped)}")
+    n_peak, peak_reps = (512, 3) if args.quick else (2048, 5)
+    peaks = []  # sampled before each config and at the end: other load only lowers it
+    results = []  # (config, {impl: (median, min, faults, peak MB)}, repetitions)
+    for k in keys:
+        peaks.append(matmul_peak(n_peak, peak_reps))
+        steps = build(CONFIGS[k], impls)
+        res, n = run_config(CONFIGS[k], steps, warmup, args.budget, turn, settle, rounds)
+        for name in impls:
+            mem = float("nan") if name == "torch" else peak_memory(steps[name])
+            res[name] += (mem,)
+        results.append((CONFIGS[k], res, n))
+    peaks.append(matmul_peak(n_peak, peak_reps))
+    peak = max(peaks)
+    print(f"float32 matmul peak: {peak:.1f} GFLOP/s ({n_peak}^2 np.matmul; the best of "
+          f"{peak_reps} before each config and after the last: "
+          f"{', '.join(f'{p:.0f}' for p in peaks)})")
+    print("one training step: forward + cross-entropy + backward + SGD on every parameter; "
+          "float32 unless named 64;\nGFLOP/s = analytic matmul FLOPs (3x forward) / median "
+          "time; peak MB = tracemalloc peak over one step\n(torch: n/a, its CPU allocator does "
+          "not report to tracemalloc); faults = minor page faults per step\n")
+    print(f"load average after the steps: {os.getloadavg()[0]:.2f}\n" if hasattr(os, "getloadavg")
+          else "", end="")
+    print(HEADER)
+    for cfg, res, n in results:
+        flops = cfg.step_flops()
+        for name, (med, best, faults, mem) in res.items():
+            gf = flops / med / 1e9
+            mem = "n/a" if math.isnan(mem) else f"{mem:.1f}"
+            print(f"{cfg.name:<16} {name:<11} {med * 1e3:>10.2f} {best * 1e3:>9.2f} {gf:>8.1f} "
+                  f"{100 * gf / peak:>6.1f}% {mem:>8} {faults:>7.0f}")
+        print(f"{'':<16} ({n} timed steps each, {flops / 1e6:.1f} MFLOP per step)")
+    base = "minigrad32"
+    others = [n for n in ("torch", "manual", "autograd", "minigrad64") if n in impls]
+    for i, what in ((0, "median"), (1, "min")) if base in impls and others else ():
+        print(f"\nratios of {what} times (> 1: minigrad32 is slower)")
+        print(f"{'config':<16} " + " ".join(f"{base + '/' + n:>21}" for n in others))
+        for cfg, res, _ in results:
+            print(f"{cfg.name:<16} " + " ".join(f"{res[base][i] / res[n][i]:>21.2f}"
+                                                for n in others))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

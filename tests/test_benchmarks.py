@@ -1,0 +1,43 @@
+"""The benchmark scripts run end to end (their --quick smoke mode); no timing is asserted."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(script, *args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+
+
+def test_train_step_quick():
+    proc = _run("train_step.py", "--quick")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "median ms" in out and "min ms" in out and "% peak" in out
+    assert "A tiny" in out and "B digits" in out
+    for impl in ("minigrad32", "minigrad64", "manual"):
+        assert impl in out
+    assert "ratios of median times" in out
+
+
+def test_train_step_config_selection():
+    proc = _run("train_step.py", "--quick", "--configs", "a", "--impls", "minigrad32,manual")
+    assert proc.returncode == 0, proc.stderr
+    assert "A tiny" in proc.stdout and "B digits" not in proc.stdout
+
+
+def test_train_step_rejects_unknown_config():
+    proc = _run("train_step.py", "--configs", "Z")
+    assert proc.returncode == 2 and "--configs" in proc.stderr
+
+
+@pytest.mark.slow
+def test_gradcheck_quick():
+    proc = _run("gradcheck.py", "--quick")
+    assert proc.returncode == 0, proc.stderr
+    assert "elementwise" in proc.stdout and "fast" in proc.stdout
+    assert "FAILED" not in proc.stdout

@@ -1,0 +1,391 @@
+"""TinyViT's forward and backward pass written out by hand: no engine, only NumPy.
+
+This is the whole model's backward pass in one place, to be read next to docs/backward.md,
+and the speed-of-light baseline the engine is measured against (benchmarks/train_step.py).
+Each stage is a pair of functions: ``*_forward`` returns its output and a small cache of
+what the backward needs; ``*_backward`` maps the output's gradient to the input's gradient
+and the stage's parameter gradients. A backward consumes its cache: it may overwrite the
+cached buffers (they are dead afterwards), so each is called once per forward.
+
+Shapes: B images of C channels and H x W pixels, patch side P, N = (H/P)(W/P) patches,
+T = N + 1 tokens, D features, h heads of width d = D/h, F hidden MLP features, K classes,
+M = B*T token rows. Tokens are kept as 2-D (M, D) arrays, so every token @ weight product
+is one GEMM, and the weight gradients Xᵀ G sum over the batch inside that same GEMM.
+
+dtype: the computation runs in the parameters' dtype (images are cast to it); every constant
+is a Python float, so float32 stays float32 (a NumPy float64 scalar would promote).
+Buffers are reused in place wherever the value they hold is no longer needed.
+
+    loss, grads = loss_and_grads(params, images, targets, patch_size=4, num_heads=2)
+    sgd_step(params, grads, lr=0.1)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["loss_and_grads", "sgd_step", "forward", "PARAM_NAMES"]
+
+EPS = 1e-5  # LayerNorm
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_K = 0.044715
+
+PARAM_NAMES = (
+    "patch_embed.weight", "patch_embed.bias", "cls_token", "pos_embed",
+    "block.norm1.weight", "block.norm1.bias", "block.attn.qkv.weight", "block.attn.proj.weight",
+    "block.norm2.weight", "block.norm2.bias", "block.mlp.fc1.weight", "block.mlp.fc1.bias",
+    "block.mlp.fc2.weight", "block.mlp.fc2.bias", "norm.weight", "norm.bias",
+    "head.weight", "head.bias",
+)
+
+
+# ---- patch embedding, CLS token, position embedding ------------------------------------------
+def embed_forward(images, w, b, cls_token, pos_embed, patch_size):
+    """images (B, C, H, W) -> tokens t (M, D), M = B*T, T = N + 1.
+
+    patches = patchify(images)                 (B, N, P·P·C), flattened as (p1, p2, c)
+    t[:, 0]  = cls_token                       (the same (D,) vector for every image)
+    t[:, 1:] = patches @ W + b                 W (P·P·C, D), b (D,)
+    t       += pos_embed                       (1, T, D), if present
+
+    Two layout choices, the same products:
+    - the patches are gathered in (c, p1, p2) order, i.e. whole runs of P contiguous pixels
+      (the spec's (p1, p2, c) order gathers single pixels, several times slower on RGB
+      images), and W's rows are permuted to that order to match (a (P·P·C, D) copy; none
+      for C = 1);
+    - they are written into a (B, T, P·P·C) buffer whose row 0 (the CLS slot) is a zero
+      patch, so one (M, P·P·C) @ (P·P·C, D) GEMM lands directly in t's rows, and the
+      backward's ``padded.T @ t̄`` ignores the CLS rows without slicing them out.
+    Cache: (padded patches, C, P); the images need no gradient.
+    """
+    B, C, H, W_ = images.shape
+    P, D = patch_size, w.shape[1]
+    gh, gw = H // P, W_ // P
+    T = gh * gw + 1
+    padded = np.empty((B, T, C * P * P), dtype=w.dtype)
+    padded[:, 0] = 0.0
+    grid = padded[:, 1:].reshape(B, gh, gw, C, P, P)  # a view: it only splits axes
+    grid[...] = images.reshape(B, C, gh, P, gw, P).transpose(0, 2, 4, 1, 3, 5)  # casts too
+    padded = padded.reshape(B * T, C * P * P)
+    w_cpp = w.reshape(P, P, C, D).transpose(2, 0, 1, 3).reshape(C * P * P, D)
+    t = padded @ w_cpp  # (M, D); CLS rows are 0
+    t3 = t.reshape(B, T, D)
+    t3[:, 1:] += b
+    t3[:, 0] = cls_token.reshape(D)
+    if pos_embed is not None:
+        t3 += pos_embed
+    return t, (padded, C, P)
+
+
+def embed_backward(dt, cache, batch, has_pos):
+    """t̄ (M, D) -> (W̄, b̄, cls̄, pos̄): the patch-embedding weights and the two embeddings.
+
+    W̄ = patchesᵀ t̄[:, 1:]  (summed over batch and patches: one GEMM, whose zero CLS rows
+          add nothing; computed in (c, p1, p2) row order and permuted back to (p1, p2, c))
+    b̄ = Σ_{batch, patches} t̄[:, 1:]
+    cls̄ = Σ_batch t̄[:, 0]  (1, 1, D): the token is shared by every image, so its
+          gradients accumulate over the batch
+    pos̄ = Σ_batch t̄       (1, T, D), likewise (docs/backward.md §2, undoing broadcasting)
+    """
+    padded, C, P = cache
+    D = dt.shape[1]
+    dt3 = dt.reshape(batch, -1, D)
+    dw = (padded.T @ dt).reshape(C, P, P, D).transpose(1, 2, 0, 3).reshape(P * P * C, D)
+    db = dt3[:, 1:].sum(axis=(0, 1))
+    dcls = dt3[:, 0].sum(axis=0).reshape(1, 1, D)
+    dpos = dt3.sum(axis=0, keepdims=True) if has_pos else None
+    return dw, db, dcls, dpos
+
+
+# ---- LayerNorm ---------------------------------------------------------------------------------
+def layer_norm_forward(x, w, b):
+    """x (M, D) -> y = x̂ ⊙ w + b, x̂ = (x - μ) r, r = 1/√(σ² + eps) per row.
+
+    μ, σ² are the mean and the population variance over the D features; eps = 1e-5.
+    Row means are matrix-vector products with (1/D, ..., 1/D) (faster than ``mean(axis=-1)``
+    over a short last axis). Cache: (x̂ (M, D), r (M, 1), w).
+    """
+    inv_d = np.full(x.shape[1], 1.0 / x.shape[1], dtype=x.dtype)
+    xhat = x - (x @ inv_d)[:, None]
+    r = np.square(xhat) @ inv_d  # σ²
+    r += EPS
+    np.sqrt(r, out=r)
+    np.divide(1.0, r, out=r)
+    r = r[:, None]
+    xhat *= r
+    y = xhat * w
+    y += b
+    return y, (xhat, r, w)
+
+
+def layer_norm_backward(g, cache):
+    """ȳ (M, D) -> (x̄, w̄, b̄):
+
+    x̄ = r · (ĝ - mean(ĝ) - x̂ ⊙ mean(ĝ ⊙ x̂)),  ĝ = ȳ ⊙ w  (means over the D features)
+    w̄ = Σ_rows ȳ ⊙ x̂,   b̄ = Σ_rows ȳ
+
+    (docs/backward.md §9). The two row means are matrix-vector products,
+    mean(ĝ) = (ȳ @ w) / D and mean(ĝ ⊙ x̂) = ((ȳ ⊙ x̂) @ w) / D, reusing ȳ ⊙ x̂ from w̄.
+    """
+    xhat, r, w = cache
+    D = g.shape[-1]
+    gx = g * xhat
+    dw = gx.sum(axis=0)
+    db = g.sum(axis=0)
+    m2 = (gx @ w)[:, None]
+    m2 /= D
+    m1 = (g @ w)[:, None]
+    m1 /= D
+    dx = np.multiply(g, w, out=gx)  # ĝ, reusing the buffer
+    dx -= m1
+    dx -= xhat * m2
+    dx *= r
+    return dx, dw, db
+
+
+# ---- multi-head self-attention -----------------------------------------------------------------
+def attention_forward(h, w_qkv, w_o, batch, num_heads):
+    """h (M, D) -> out (M, D).
+
+    [Q | K | V] = h @ W_qkv           (M, 3D), each cut into heads: (B, heads, T, d)
+    S = (Q / √d) Kᵀ                   (B, heads, T, T); the scale is applied to Q
+    A = softmax(S) over the keys      (rows sum to 1; the row max is subtracted first)
+    O = A V                           (B, heads, T, d), heads merged back to (M, D)
+    out = O @ W_o
+
+    Q is scaled in place inside the qkv buffer (the backward needs only Q/√d), and O is
+    written by the batched product straight into its merged (M, D) layout.
+    Cache: (h, qkv, A, O, w_qkv, w_o, scale).
+    """
+    M, D = h.shape
+    T = M // batch
+    d = D // num_heads
+    scale = 1.0 / math.sqrt(d)
+    qkv = h @ w_qkv
+    q, k, v = _split_heads(qkv, batch, T, num_heads, d)
+    q *= scale
+    s = q @ k.swapaxes(-1, -2)
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    o = np.empty((M, D), dtype=h.dtype)
+    np.matmul(s, v, out=_heads(o, batch, T, num_heads, d))
+    return o @ w_o, (h, qkv, s, o, w_qkv, w_o, scale)
+
+
+def attention_backward(g, cache, batch, num_heads):
+    """out̄ (M, D) -> (h̄, W̄_qkv, W̄_o):
+
+    W̄_o = Oᵀ out̄,   Ō = out̄ W_oᵀ (split into heads)
+    Ā = Ō Vᵀ,  V̄ = Aᵀ Ō
+    S̄ = A ⊙ (Ā - rowsum(Ā ⊙ A))   (softmax, docs/backward.md §6), and since Ā_ij = Ō_i·V_j
+         and Σ_j A_ij V_j = O_i, rowsum(Ā ⊙ A) = rowsum(Ō ⊙ O): a (T, d) product, not (T, T)
+    Q̄ = S̄ K / √d,  K̄ = S̄ᵀ (Q / √d)
+    W̄_qkv = hᵀ [Q̄ | K̄ | V̄],   h̄ = [Q̄ | K̄ | V̄] W_qkvᵀ
+    Q̄, K̄, V̄ are written by the batched products straight into one (M, 3D) buffer.
+    """
+    h, qkv, a, o, w_qkv, w_o, scale = cache
+    M, D = g.shape
+    T = M // batch
+    d = D // num_heads
+    dw_o = o.T @ g
+    do = g @ w_o.T
+    do_h = _heads(do, batch, T, num_heads, d)
+    q, k, v = _split_heads(qkv, batch, T, num_heads, d)
+    dqkv = np.empty_like(qkv)
+    dq, dk, dv = _split_heads(dqkv, batch, T, num_heads, d)
+    np.matmul(a.swapaxes(-1, -2), do_h, out=dv)
+    ds = do_h @ v.swapaxes(-1, -2)  # Ā
+    # rowsum(Ō ⊙ O) per head: the (M, D) product summed over each head's d columns
+    rowsum = (do * o).reshape(-1, d) @ np.ones(d, dtype=o.dtype)
+    ds -= rowsum.reshape(batch, T, num_heads).transpose(0, 2, 1)[..., None]
+    ds *= a  # S̄
+    np.matmul(ds, k, out=dq)
+    dq *= scale
+    np.matmul(ds.swapaxes(-1, -2), q, out=dk)
+    dw_qkv = h.T @ dqkv
+    dh = dqkv @ w_qkv.T
+    return dh, dw_qkv, dw_o
+
+
+def _heads(x, batch, T, num_heads, d):
+    """(M, D) -> a (B, heads, T, d) view of the same memory (no copy)."""
+    return x.reshape(batch, T, num_heads, d).transpose(0, 2, 1, 3)
+
+
+def _split_heads(qkv, batch, T, num_heads, d):
+    """(M, 3D) -> Q, K, V, each a (B, heads, T, d) view."""
+    x = qkv.reshape(batch, T, 3, num_heads, d).transpose(2, 0, 3, 1, 4)
+    return x[0], x[1], x[2]
+
+
+# ---- MLP with tanh GELU ------------------------------------------------------------------------
+def mlp_forward(h, w1, b1, w2, b2):
+    """h (M, D) -> out = GELU(z) @ W2 + b2,  z = h @ W1 + b1  (M, F).
+
+    GELU(z) = ½ z (1 + τ),  τ = tanh(√(2/π) (z + 0.044715 z³)).
+    Cache: (h, z, τ, GELU(z), w1, w2).
+    """
+    z = h @ w1
+    z += b1
+    tau = z * z
+    tau *= _GELU_K
+    tau += 1.0
+    tau *= z
+    tau *= _GELU_C
+    np.tanh(tau, out=tau)
+    a = tau + 1.0
+    a *= z
+    a *= 0.5
+    out = a @ w2
+    out += b2
+    return out, (h, z, tau, a, w1, w2)
+
+
+def mlp_backward(g, cache):
+    """out̄ (M, D) -> (h̄, W̄1, b̄1, W̄2, b̄2):
+
+    W̄2 = GELU(z)ᵀ out̄,  b̄2 = Σ_rows out̄,  ā = out̄ W2ᵀ
+    z̄ = ā ⊙ GELU'(z),  GELU'(z) = ½ (1 + τ) + ½ √(2/π) z (1 - τ²) (1 + 3 · 0.044715 z²)
+         (docs/backward.md §10, where τ is called t)
+    W̄1 = hᵀ z̄,  b̄1 = Σ_rows z̄,  h̄ = z̄ W1ᵀ
+    """
+    h, z, tau, a, w1, w2 = cache
+    dw2 = a.T @ g
+    db2 = g.sum(axis=0)
+    dz = g @ w2.T
+    # GELU'(z), built in the buffers of the forward's z and GELU(z), which are not needed again
+    np.multiply(tau, tau, out=a)
+    np.subtract(1.0, a, out=a)  # 1 - τ²
+    a *= z
+    a *= 0.5 * _GELU_C
+    z *= z
+    z *= 3.0 * _GELU_K
+    z += 1.0
+    a *= z
+    tau += 1.0
+    tau *= 0.5
+    a += tau
+    dz *= a
+    dw1 = h.T @ dz
+    db1 = dz.sum(axis=0)
+    return dz @ w1.T, dw1, db1, dw2, db2
+
+
+# ---- classifier head and cross-entropy ---------------------------------------------------------
+def head_forward(c, w, b):
+    """CLS features c (B, D) -> logits = c @ W + b (B, K)."""
+    return c @ w + b
+
+
+def head_backward(g, c, w):
+    """logits̄ (B, K) -> (c̄ = logits̄ Wᵀ, W̄ = cᵀ logits̄, b̄ = Σ_batch logits̄)."""
+    return g @ w.T, c.T @ g, g.sum(axis=0)
+
+
+def cross_entropy_forward(logits, targets):
+    """Mean over the batch of -Σ_k q_k log softmax(logits)_k  ->  (loss, cache).
+
+    q is one-hot(targets) for integer labels (B,), or the soft targets (B, K) themselves.
+    log softmax is computed as (logits - max) - log Σ exp(logits - max).
+    """
+    B = logits.shape[0]
+    lsm = logits - logits.max(axis=1, keepdims=True)
+    lsm -= np.log(np.exp(lsm).sum(axis=1, keepdims=True))
+    if targets.dtype.kind in "iu":
+        loss = -float(lsm[np.arange(B), targets].sum()) / B
+    else:
+        loss = -float(np.sum(targets * lsm)) / B
+    return loss, (lsm, targets)
+
+
+def cross_entropy_backward(cache):
+    """logits̄ = (softmax(logits) Σ_k q_k - q) / B  (= (softmax - onehot) / B for labels;
+    docs/backward.md §11: Σ_k q_k is kept for soft targets that do not sum to 1)."""
+    lsm, targets = cache
+    B = lsm.shape[0]
+    p = np.exp(lsm)
+    if targets.dtype.kind in "iu":
+        p[np.arange(B), targets] -= 1.0
+    else:
+        p *= targets.sum(axis=1, keepdims=True)
+        p -= targets
+    p /= B
+    return p
+
+
+# ---- the whole model ---------------------------------------------------------------------------
+def forward(params, images, patch_size, num_heads):
+    """Logits (B, K) and every stage's cache, in forward order."""
+    p = params
+    w_pe = p["patch_embed.weight"]
+    B = images.shape[0]
+    t, emb = embed_forward(images, w_pe, p["patch_embed.bias"], p["cls_token"],
+                           p.get("pos_embed"), patch_size)
+    h1, ln1 = layer_norm_forward(t, p["block.norm1.weight"], p["block.norm1.bias"])
+    t1, attn = attention_forward(h1, p["block.attn.qkv.weight"], p["block.attn.proj.weight"],
+                                 B, num_heads)
+    t1 += t  # residual
+    h2, ln2 = layer_norm_forward(t1, p["block.norm2.weight"], p["block.norm2.bias"])
+    t2, mlp = mlp_forward(h2, p["block.mlp.fc1.weight"], p["block.mlp.fc1.bias"],
+                          p["block.mlp.fc2.weight"], p["block.mlp.fc2.bias"])
+    t2 += t1  # residual
+    cls = t2.reshape(B, -1, t2.shape[1])[:, 0]  # (B, D)
+    c, lnf = layer_norm_forward(cls, p["norm.weight"], p["norm.bias"])
+    logits = head_forward(c, p["head.weight"], p["head.bias"])
+    return logits, (emb, ln1, attn, ln2, mlp, lnf, c)
+
+
+def loss_and_grads(params, images, targets, patch_size, num_heads):
+    """Mean cross-entropy of TinyViT on (images, targets) and its gradient w.r.t. every parameter.
+
+    params: NumPy arrays named as ``TinyViT.state_dict()`` (``pos_embed`` optional), all of
+    one floating dtype; images (B, C, H, W), cast to that dtype; targets: integer labels (B,)
+    or soft targets (B, K). Returns (loss as a float, grads with the same keys, shapes and
+    dtype as params). Nothing passed in is modified.
+    """
+    missing = [n for n in PARAM_NAMES if n not in params and n != "pos_embed"]
+    if missing:
+        raise KeyError(f"loss_and_grads params: missing {', '.join(missing)}")
+    dtype = params["patch_embed.weight"].dtype
+    images = np.asarray(images)
+    targets = np.asarray(targets)
+    if targets.dtype.kind == "f":
+        targets = targets.astype(dtype, copy=False)
+    B = images.shape[0]
+    logits, (emb, ln1, attn, ln2, mlp, lnf, c) = forward(params, images, patch_size, num_heads)
+    loss, ce = cross_entropy_forward(logits, targets)
+
+    g = {}
+    dlogits = cross_entropy_backward(ce)
+    dc, g["head.weight"], g["head.bias"] = head_backward(dlogits, c, params["head.weight"])
+    dcls, g["norm.weight"], g["norm.bias"] = layer_norm_backward(dc, lnf)
+    M, D = emb[0].shape[0], dcls.shape[1]
+    # Only the CLS rows reach the loss; the other rows' gradient is 0 here, and the MLP's
+    # backward still runs on all M rows (as the engine does), so both do the same work.
+    dt2 = np.zeros((M, D), dtype=dtype)
+    dt2.reshape(B, -1, D)[:, 0] = dcls
+    dh2, g["block.mlp.fc1.weight"], g["block.mlp.fc1.bias"], g["block.mlp.fc2.weight"], \
+        g["block.mlp.fc2.bias"] = mlp_backward(dt2, mlp)
+    dt1, g["block.norm2.weight"], g["block.norm2.bias"] = layer_norm_backward(dh2, ln2)
+    dt1 += dt2  # residual
+    dh1, g["block.attn.qkv.weight"], g["block.attn.proj.weight"] = attention_backward(
+        dt1, attn, B, num_heads)
+    dt, g["block.norm1.weight"], g["block.norm1.bias"] = layer_norm_backward(dh1, ln1)
+    dt += dt1  # residual
+    has_pos = params.get("pos_embed") is not None
+    g["patch_embed.weight"], g["patch_embed.bias"], g["cls_token"], dpos = embed_backward(
+        dt, emb, B, has_pos)
+    if has_pos:
+        g["pos_embed"] = dpos
+    return loss, {k: g[k] for k in params if k in g}
+
+
+def sgd_step(params, grads, lr):
+    """Plain SGD in place: p -= lr · ∇p for every parameter (lr as a Python float keeps
+    float32 parameters float32)."""
+    lr = float(lr)
+    for name, p in params.items():
+        if name in grads:
+            p -= lr * grads[name]
