@@ -16,8 +16,10 @@ from typing import Callable
 
 __all__ = ["for_each_block", "set_num_threads", "get_num_threads"]
 
-#: Elements per block: small enough that a kernel's few temporaries stay in L2.
-BLOCK_ELEMENTS = 1 << 14
+#: Elements per block: small enough that a kernel's few temporaries stay in cache, and that
+#: OpenBLAS runs the kernels' row sums (GEMVs) on the calling thread alone (it splits a GEMV
+#: across its own threads above 9216 elements, which would oversubscribe the cores).
+BLOCK_ELEMENTS = 1 << 13
 #: Below this many elements a single thread wins (handing work to a thread costs ~10 µs).
 PARALLEL_ELEMENTS = 1 << 17
 

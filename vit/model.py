@@ -35,8 +35,10 @@ def patchify(x, patch_size: int):
         raise ValueError(f"patchify x: got shape {shape}; expected (B, C, H, W) images with "
                          f"H and W multiples of patch_size = {P}")
     B, C, H, W = shape
-    x = x.reshape(B, C, H // P, P, W // P, P)  # b c h p1 w p2
-    x = x.transpose(0, 2, 4, 3, 5, 1)  # b h w p1 p2 c
+    # Channels last first, then whole rows of P·C values move at once: two copies with
+    # long contiguous runs beat one gather whose innermost step is a single channel.
+    x = x.transpose(0, 2, 3, 1).reshape(B, H // P, P, W // P, P, C)  # b h p1 w p2 c
+    x = x.transpose(0, 1, 3, 2, 4, 5)  # b h w p1 p2 c
     return x.reshape(B, (H // P) * (W // P), P * P * C)
 
 

@@ -82,7 +82,7 @@ def linear(x, weight, bias=None):
     x2 = np.reshape(x, (-1, k))  # kept for the weight's gradient (a copy only if x was strided)
     out = x2 @ weight
     if bias is not None:
-        out = out + bias
+        out += bias  # out is this op's own array
     return out.reshape(x_shape[:-1] + (n,)), (
         lambda g: (g.reshape(-1, n) @ weight.T).reshape(x_shape),
         lambda g: x2.T @ g.reshape(-1, n),

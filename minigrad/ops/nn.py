@@ -22,8 +22,8 @@ def _log_softmax(x, axis):
 
 
 @functools.lru_cache(maxsize=64)
-def _ones_column(n: int, dtype: np.dtype) -> np.ndarray:
-    ones = np.ones((n, 1), dtype=dtype)
+def _ones(n: int, dtype: np.dtype) -> np.ndarray:
+    ones = np.ones(n, dtype=dtype)
     ones.flags.writeable = False
     return ones
 
@@ -31,10 +31,10 @@ def _ones_column(n: int, dtype: np.dtype) -> np.ndarray:
 def _row_sum(a):
     """Σ over the last axis of a (rows, n) matrix, as (rows, 1).
 
-    A product with a column of ones: BLAS sums short rows several times faster than
+    A product with a vector of ones (a GEMV): BLAS sums short rows several times faster than
     NumPy's reduction, which pays per row.
     """
-    return a @ _ones_column(a.shape[1], a.dtype)
+    return (a @ _ones(a.shape[1], a.dtype)).reshape(-1, 1)
 
 
 def _row_max(a):
