@@ -252,6 +252,8 @@ def prepare_out(out: Path, resume: bool, overwrite: bool = False) -> Path:
         os.unlink(probe)
     except OSError as e:
         raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+    for stale in out.glob(".tmp-*.npz"):  # a checkpoint write that was killed midway
+        stale.unlink()
     has_run = (out / CHECKPOINT).exists()
     if resume and not has_run:
         raise ValueError(f"--resume: {out / CHECKPOINT} does not exist; nothing to resume")
@@ -292,14 +294,14 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     a non-finite loss (the checkpoint of the last finished epoch stays) and ValueError for
     bad data, options or files.
     """
+    o = options.resolved()
+    data = load_task(o)  # bad data fails before any folder is made
     out = prepare_out(Path(out), resume, overwrite)
     ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
     ck = load_checkpoint(ckpt_path) if resume else None
-    o = options.resolved()
     if ck and TrainOptions.from_dict(ck.options).resolved() != o:
         raise ValueError(f"--resume: the options differ from those saved in {ckpt_path}; "
                          "a resumed run continues the saved one exactly")
-    data = load_task(o)
     normalizer = ck.normalizer if ck else Normalizer.fit(data.x_train)
     model = ck.model if ck else build_model(o, data)
     if model.config["num_classes"] != data.num_classes or \

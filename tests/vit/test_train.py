@@ -245,6 +245,17 @@ def test_corrupt_checkpoint_and_data_give_clear_errors(tmp_path, capsys):
     status, _, err = run(["train", "--data", tmp_path / "data.npz", "--out", tmp_path / "r",
                           *SMALL], capsys)
     assert status == 2 and "data.npz" in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()  # bad data fails before the run folder is made
+
+
+def test_a_checkpoint_write_killed_midway_leaves_nothing_behind_on_resume(tmp_path, capsys):
+    base = ["train", "--out", tmp_path, "--epochs", 2, *SMALL]
+    assert run(base + ["--stop-after", 1], capsys)[0] == 0
+    stale = tmp_path / ".tmp-abc123.npz"  # what a kill between mkstemp and rename leaves
+    stale.write_bytes(b"half a checkpoint")
+    assert run(base + ["--resume"], capsys)[0] == 0
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.npz", "metrics.jsonl"]
 
 
 # ---- the other subcommands -------------------------------------------------------------------
