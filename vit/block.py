@@ -33,22 +33,18 @@ def attention(h: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
     d = D // num_heads
 
     def heads(w):  # (B, T, D) -> (B, H, T, d)
-        return (h @ w).reshape(B, T, num_heads, d).transpose(0, 2, 1, 3)
+        return F.linear(h, w).reshape(B, T, num_heads, d).transpose(0, 2, 1, 3)
 
     q = heads(w_q * (1.0 / math.sqrt(d)))
     scores = q @ heads(w_k).swapaxes(-1, -2)  # (B, H, T, T)
     out = F.softmax(scores, axis=-1) @ heads(w_v)  # (B, H, T, d)
-    return out.transpose(0, 2, 1, 3).reshape(B, T, D) @ w_o
+    return F.linear(out.transpose(0, 2, 1, 3).reshape(B, T, D), w_o)
 
 
 def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
         b2: Tensor | None = None) -> Tensor:
     """Feed-forward stage, (B, T, D) -> (B, T, D):  GELU_tanh(h @ W1 + b1) @ W2 + b2."""
-    z = h @ w1
-    if b1 is not None:
-        z = z + b1
-    out = F.gelu_tanh(z) @ w2
-    return out if b2 is None else out + b2
+    return F.linear(F.gelu_tanh(F.linear(h, w1, b1)), w2, b2)
 
 
 class Attention(Module):

@@ -132,7 +132,11 @@ class TinyViT(Module):
     # ---- the differentiable model ------------------------------------------------------
     def features(self, x: Tensor) -> Tensor:
         """Final-LayerNormed CLS token, (B, C, H, W) Tensor -> (B, D) Tensor."""
-        tokens = self.patch_embed(patchify(x, self.patch_size))  # (B, N, D)
+        if not x.requires_grad:  # images are constants: cut them with NumPy, record nothing
+            x = Tensor(patchify(x.data, self.patch_size))
+        else:
+            x = patchify(x, self.patch_size)
+        tokens = self.patch_embed(x)  # (B, N, D)
         B, _, D = tokens.shape
         cls = F.broadcast_to(self.cls_token, (B, 1, D))  # its gradient sums over the batch
         t = F.concatenate([cls, tokens], axis=1)  # (B, N+1, D)
