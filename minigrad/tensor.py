@@ -211,12 +211,14 @@ class Tensor:
     def __ne__(self, other): return Tensor._make(self.data != _raw(other))
 
     # ---- NumPy-named methods ----------------------------------------------------------
-    def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
+    # NumPy's second positional parameter is dtype/out, which these do not take: keepdims
+    # and ddof are keyword-only, so t.sum(0, True) fails loudly rather than meaning another thing.
+    def sum(self, axis=None, *, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, *, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, *, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, *, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
 
-    def var(self, axis=None, ddof=0, keepdims=False):
+    def var(self, axis=None, *, ddof=0, keepdims=False):
         return _ops.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
     def exp(self): return _ops.exp(self)
