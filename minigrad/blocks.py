@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable
+
+import numpy as np
 
 __all__ = ["for_each_block", "set_num_threads", "get_num_threads"]
 
@@ -23,36 +25,57 @@ __all__ = ["for_each_block", "set_num_threads", "get_num_threads"]
 BLOCK_ELEMENTS = 1 << 16
 #: Below this many elements a single thread wins (handing work to a thread costs ~10 µs).
 PARALLEL_ELEMENTS = 1 << 17
+#: The pool's size; ``set_num_threads`` only changes how many of its threads get work.
+MAX_THREADS = 8
 
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use (containers)
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+_threads = max(1, min(int(os.environ.get("MINIGRAD_NUM_THREADS", 0)) or _cores(), MAX_THREADS))
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
-_threads = max(1, min(int(os.environ.get("MINIGRAD_NUM_THREADS", 0)) or (os.cpu_count() or 1), 8))
 
 
 def get_num_threads() -> int:
-    """Threads the fused ops use for large arrays (default: the CPU count, at most 8;
-    the environment variable MINIGRAD_NUM_THREADS overrides it)."""
+    """Threads the fused ops use for large arrays (default: the cores this process may use,
+    at most 8; the environment variable MINIGRAD_NUM_THREADS overrides it)."""
     return _threads
 
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads (1 disables threading) for the fused ops' large arrays."""
-    global _threads, _pool
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"set_num_threads n: got {n!r}; expected a positive integer")
-    with _lock:
-        _threads = n
-        if _pool is not None:
-            _pool.shutdown(wait=True)
-            _pool = None
+    global _threads
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"set_num_threads n: got {n!r}; expected an integer in "
+                         f"[1, {MAX_THREADS}]")
+    _threads = n
 
 
 def _get_pool() -> ThreadPoolExecutor:
+    """One pool for the process, created on first use and never shut down (so a concurrent
+    ``set_num_threads`` cannot pull it from under a running kernel)."""
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_threads - 1, thread_name_prefix="minigrad")
+            _pool = ThreadPoolExecutor(max_workers=MAX_THREADS - 1,
+                                       thread_name_prefix="minigrad")
         return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child inherits the pool object but not its threads: start afresh."""
+    global _pool, _lock
+    _pool = None
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> None:
@@ -60,11 +83,13 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
 
     Each range holds about ``BLOCK_ELEMENTS`` elements (rows of ``cols`` elements). Ranges
     go to ``get_num_threads()`` threads, the caller's included, when the array is large;
-    the kernel must write only rows ``lo:hi`` of its outputs.
+    the kernel must write only rows ``lo:hi`` of its outputs. Workers run under the caller's
+    ``np.errstate``, and every block has finished when this returns or raises.
     """
+    if rows * cols == 0:  # nothing to compute (an empty batch or empty rows)
+        return
     if rows * cols <= BLOCK_ELEMENTS:
-        if rows:
-            kernel(0, rows)
+        kernel(0, rows)
         return
     step = max(1, BLOCK_ELEMENTS // max(cols, 1))
     bounds = [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
@@ -76,13 +101,18 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
     # The blocks are the same whatever the thread count (so are the results, bit for bit);
     # each thread takes a contiguous run of them.
     share = -(-len(bounds) // threads)
+    errors = np.geterr()  # floating-point error handling is per thread in NumPy
 
     def run(first: int) -> None:
-        for lo, hi in bounds[first:first + share]:
-            kernel(lo, hi)
+        with np.errstate(**errors):
+            for lo, hi in bounds[first:first + share]:
+                kernel(lo, hi)
 
     pool = _get_pool()
     futures = [pool.submit(run, first) for first in range(share, len(bounds), share)]
-    run(0)
+    try:
+        run(0)
+    finally:
+        wait(futures)
     for f in futures:
         f.result()

@@ -32,9 +32,22 @@ def _row_sum(a):
     """Σ over the last axis of a (rows, n) matrix, as (rows, 1).
 
     A product with a vector of ones (a GEMV): BLAS sums short rows several times faster than
-    NumPy's reduction, which pays per row.
+    NumPy's reduction, which pays per row. Each GEMV covers at most 8K elements, under
+    OpenBLAS's threshold for splitting it across its own threads: these sums run inside the
+    block pool's threads, and nested threading would oversubscribe the cores.
     """
-    return (a @ _ones(a.shape[1], a.dtype)).reshape(-1, 1)
+    rows, n = a.shape
+    ones = _ones(n, a.dtype)
+    step = max(1, _GEMV_ELEMENTS // max(n, 1))
+    if rows <= step:
+        return (a @ ones).reshape(-1, 1)
+    out = np.empty(rows, dtype=np.result_type(a, ones))
+    for lo in range(0, rows, step):
+        np.matmul(a[lo:lo + step], ones, out=out[lo:lo + step])
+    return out.reshape(-1, 1)
+
+
+_GEMV_ELEMENTS = 8192
 
 
 def _row_max(a):
@@ -47,8 +60,13 @@ def _row_max(a):
 
 
 def _rows(a):
-    """``a`` as a C-contiguous (rows, last axis) matrix (a view when it already is one)."""
-    return np.ascontiguousarray(a).reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
+    """``a`` as a C-contiguous floating (rows, last axis) matrix (a view when it already is
+    one); integer and bool input becomes float64, as the primitive ops' results do."""
+    if a.dtype.kind != "f":
+        a = a.astype(np.float64)
+    if not a.ndim:
+        return a.reshape(1, 1)
+    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 @op(arrays=1)

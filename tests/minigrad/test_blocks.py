@@ -107,3 +107,46 @@ def test_fused_ops_on_large_arrays_match_one_thread_bit_for_bit(threads, name, d
         expected = [y.data, x.grad] + ([w.grad, b.grad] if name == "layer_norm" else [])
         for got, want in zip(results[0], expected):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_forked_child_can_still_use_the_pool(threads):
+    # A child inherits the pool object but not its threads; it must not wait forever.
+    import os
+    import signal
+    threads(2)
+    x = np.random.default_rng(0).standard_normal((1024, 256))
+    F.softmax(x)  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the threaded softmax finishes
+        signal.alarm(20)
+        try:
+            y = F.softmax(x).data
+            os._exit(0 if np.allclose(y.sum(axis=-1), 1.0) else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@pytest.mark.parametrize("row", [0, -1])
+def test_workers_follow_the_callers_floating_point_error_state(threads, row):
+    threads(2)
+    x = np.zeros((1024, 256), dtype=np.float32)
+    x[row, 0] = 1e30  # x³ overflows in gelu, in whichever block holds this row
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        F.gelu_tanh(x)
+
+
+def test_empty_rows_and_empty_batches():
+    assert F.softmax(np.zeros((3, 0))).shape == (3, 0)
+    assert F.layer_norm(np.zeros((0, 4))).shape == (0, 4)
+    assert F.gelu_tanh(np.zeros((0,))).shape == (0,)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "gelu_tanh"])
+def test_fused_ops_read_integer_input_as_float64(name):
+    x = np.arange(12).reshape(3, 4)
+    got = _fused(name, x, None, None)
+    want = _fused(name, x.astype(np.float64), None, None)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.data, want.data)
