@@ -1,15 +1,18 @@
 """The tape: grad mode, graph nodes, and the iterative reverse-mode sweep.
 
-A result of a differentiable op carries a :class:`Node`: the op's name and its *edges*, one
-``(parent, vjp)`` pair per parent that requires grad. ``vjp(g)`` maps the gradient of the
-output to the gradient of that parent, possibly in the output's (broadcast) shape;
-:func:`unbroadcast` sums it back to the parent's shape. This is the only place broadcasting
-is undone.
+A result of a differentiable op carries a :class:`Node`: the op's name, its output's shape
+and dtype, and its *edges*, one ``(parent, vjp)`` pair per input that requires grad, where
+the parent is that input's Node, or the input Tensor itself for a leaf. The graph holds
+nodes, not intermediate tensors: an intermediate result's array lives only as long as the
+user keeps it or a VJP saved it. ``vjp(g)`` maps the gradient of the output to the gradient
+of that input, possibly in the output's (broadcast) shape; :func:`unbroadcast` sums it back
+to the input's shape, the one place where the engine undoes broadcasting for every op.
 """
 from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -70,17 +73,22 @@ def enable_grad(fn: Callable | None = None):
 
 
 class Node:
-    """One recorded op: its name and the edges ``((parent, vjp), ...)`` to parents needing grad.
+    """One recorded op: its name, its output's ``shape`` and ``dtype``, and the edges
+    ``((parent, vjp), ...)`` to the inputs needing grad (a Node, or a leaf Tensor).
 
     ``edges`` is set to None when the graph is released after ``backward``; the VJP closures,
-    and the arrays they saved, are freed with it.
+    and the arrays they saved, are freed with it. ``retained`` is a weak reference to the
+    tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or None.
     """
 
-    __slots__ = ("op", "edges")
+    __slots__ = ("op", "edges", "shape", "dtype", "retained")
 
-    def __init__(self, op: str, edges: tuple) -> None:
+    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype) -> None:
         self.op = op
         self.edges = edges
+        self.shape = shape
+        self.dtype = dtype
+        self.retained: weakref.ref | None = None
 
 
 def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
@@ -104,29 +112,29 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.reshape(shape)
 
 
-def _toposort(root: Tensor) -> list:
-    """Tensors with a node reachable from ``root``, parents before children (iterative DFS)."""
+def _toposort(root: Node) -> list:
+    """Nodes reachable from ``root``, inputs before results (iterative DFS, no recursion)."""
     order = []
     seen = set()
     stack = [(root, False)]
     while stack:
-        t, expanded = stack.pop()
+        node, expanded = stack.pop()
         if expanded:
-            order.append(t)
+            order.append(node)
             continue
-        if id(t) in seen:
+        if id(node) in seen:
             continue
-        seen.add(id(t))
-        edges = t._node.edges
+        seen.add(id(node))
+        edges = node.edges
         if edges is None:
             raise RuntimeError(
-                f"backward through the graph a second time: the graph of op '{t._node.op}' was "
+                f"backward through the graph a second time: the graph of op '{node.op}' was "
                 "released by the first backward(); pass retain_graph=True to the first call "
                 "to backward through it again"
             )
-        stack.append((t, True))
+        stack.append((node, True))
         for parent, _ in edges:
-            if parent._node is not None and id(parent) not in seen:
+            if type(parent) is Node and id(parent) not in seen:
                 stack.append((parent, False))
     return order
 
@@ -134,31 +142,36 @@ def _toposort(root: Tensor) -> list:
 def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Accumulate d(root)/d(leaf), contracted with ``grad``, into every reachable leaf's ``.grad``.
 
-    Walks the graph once in reverse topological order. A tensor used several times receives
-    the sum of its gradients. Intermediate gradients are freed as soon as they are consumed,
-    and, unless ``retain_graph``, so is every node (with the arrays its VJPs saved).
+    Walks the graph once in reverse topological order. A node used several times receives
+    the sum of its gradients. Each intermediate gradient is dropped once its node has passed
+    it on, and, unless ``retain_graph``, each node's VJPs (with the arrays they saved) are
+    released right after they run.
     """
     if root._node is None:  # a leaf: d(root)/d(root) is the identity
         _accumulate_leaf(root, grad, owned=False)
         return
-    order = _toposort(root)
-    grads = {id(root): grad}
+    order = _toposort(root._node)
+    grads = {id(root._node): grad}
     owned = set()  # ids whose buffer in ``grads`` this sweep allocated, so may update in place
-    for t in reversed(order):
-        g = grads.pop(id(t))
-        if t._retain:
-            _accumulate_leaf(t, g, owned=id(t) in owned)
-        node = t._node
+    for node in reversed(order):
+        g = grads.pop(id(node))
+        if node.retained is not None:
+            t = node.retained()
+            if t is not None:
+                _accumulate_leaf(t, g, owned=False)
         for parent, vjp in node.edges:
             gp = vjp(g)
+            leaf = type(parent) is not Node
+            shape, dtype = (parent.data.shape, parent.data.dtype) if leaf else \
+                (parent.shape, parent.dtype)
             fresh = False
-            if gp.shape != parent.data.shape:
-                gp = _unbroadcast_checked(gp, parent.data.shape, node.op)
+            if gp.shape != shape:
+                gp = _unbroadcast_checked(gp, shape, node.op)
                 fresh = True
-            if gp.dtype != parent.data.dtype:
-                gp = gp.astype(parent.data.dtype)
+            if gp.dtype != dtype:
+                gp = gp.astype(dtype)
                 fresh = True
-            if parent._node is None:
+            if leaf:
                 _accumulate_leaf(parent, gp, owned=fresh)
                 continue
             key = id(parent)
@@ -170,12 +183,11 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
             elif key in owned:
                 prev += gp
                 grads[key] = prev  # a NumPy scalar (the result of 0-d ops) is rebound by +=
-            else:  # prev may alias another tensor's gradient: never write into it
+            else:  # prev may alias another node's gradient: never write into it
                 grads[key] = prev + gp
                 owned.add(key)
         if not retain_graph:
             node.edges = None
-    # Nodes only reachable through released parents keep nothing: ``order`` covers them all.
 
 
 def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:

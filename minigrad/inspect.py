@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .graph import Node
 from .tensor import Tensor
 
 __all__ = ["graph_summary", "GraphSummary"]
@@ -57,23 +58,23 @@ def _filled(cell) -> bool:
 
 
 def _ops_in_order(t: Tensor) -> list:
-    """Tensors with a node reachable from ``t``, inputs before results (first argument first).
+    """Nodes reachable from ``t``'s, inputs before results (first argument first).
 
     Unlike the backward sweep's sort, a node already released by ``backward()`` is listed
     (with nothing saved) rather than refused.
     """
-    order, seen, stack = [], set(), [(t, False)]
+    order, seen, stack = [], set(), [(t._node, False)]
     while stack:
-        u, expanded = stack.pop()
+        node, expanded = stack.pop()
         if expanded:
-            order.append(u)
+            order.append(node)
             continue
-        if id(u) in seen:
+        if id(node) in seen:
             continue
-        seen.add(id(u))
-        stack.append((u, True))
-        for parent, _ in reversed(u._node.edges or ()):
-            if parent._node is not None and id(parent) not in seen:
+        seen.add(id(node))
+        stack.append((node, True))
+        for parent, _ in reversed(node.edges or ()):
+            if isinstance(parent, Node) and id(parent) not in seen:
                 stack.append((parent, False))
     return order
 
@@ -113,8 +114,8 @@ def graph_summary(t: Tensor) -> GraphSummary:
     if t._node is None:
         return GraphSummary([], 0)
     rows, everything = [], {}
-    for u in _ops_in_order(t):
-        saved = _saved_arrays(u._node)
+    for node in _ops_in_order(t):
+        saved = _saved_arrays(node)
         everything.update(saved)
-        rows.append((u._node.op, u.shape, u.dtype, sum(a.nbytes for a in saved.values())))
+        rows.append((node.op, node.shape, node.dtype, sum(a.nbytes for a in saved.values())))
     return GraphSummary(rows, sum(a.nbytes for a in everything.values()))

@@ -75,10 +75,11 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
     edges = []
     for x, vjp in zip(inputs, vjps):
         if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
-            edges.append((x, vjp))
+            # the graph keeps the input's node, not the input tensor (and its array)
+            edges.append((x if x._node is None else x._node, vjp))
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
         return Tensor._make(out)
-    return Tensor._make(out, Node(name, tuple(edges)))
+    return Tensor._make(out, Node(name, tuple(edges), out.shape, out.dtype))
 
 
 def op(forward: Callable | None = None, *, name: str | None = None,

@@ -1,6 +1,7 @@
 """``Tensor``: an ``np.ndarray`` with a gradient and a place in the recorded graph."""
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ class Tensor:
     across uses and across calls until cleared (``t.grad = None`` or ``Module.zero_grad()``).
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "_node", "_retain", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_node", "__weakref__")
     # Make ``ndarray <op> Tensor`` defer to Tensor's reflected operators.
     __array_ufunc__ = None
 
@@ -52,7 +53,6 @@ class Tensor:
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
         self._node: Node | None = None
-        self._retain = False
 
     @classmethod
     def _make(cls, data: np.ndarray, node: Node | None = None) -> Tensor:
@@ -62,7 +62,6 @@ class Tensor:
         t.grad = None
         t.requires_grad = node is not None
         t._node = node
-        t._retain = False
         return t
 
     # ---- array attributes -------------------------------------------------------------
@@ -135,7 +134,7 @@ class Tensor:
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor during ``backward`` (leaves always keep it)."""
         if self.requires_grad and self._node is not None:
-            self._retain = True
+            self._node.retained = weakref.ref(self)
 
     def zero_grad(self) -> None:
         self.grad = None

@@ -321,3 +321,23 @@ def test_float32_root_with_float64_grad_is_cast():
     y.backward(np.array([1.0, 2.0, 3.0], dtype=np.float64))
     assert x.grad.dtype == np.float32
     np.testing.assert_array_equal(x.grad, np.array([2, 4, 6], np.float32))
+
+
+def test_the_graph_keeps_no_intermediate_result_that_no_vjp_saved():
+    # Ten adds save nothing for their backward; once the user drops the intermediate
+    # tensors, only the last result's array is alive (the graph holds nodes, not tensors).
+    import tracemalloc
+
+    x = mg.Tensor(np.zeros(250_000), requires_grad=True)  # 2 MB
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        y = x
+        for _ in range(10):
+            y = y + 1.0
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * x.data.nbytes  # one result array (plus small change), not ten
+    y.backward(np.ones(y.shape))
+    np.testing.assert_array_equal(x.grad, np.ones(x.shape))

@@ -119,9 +119,11 @@ def test_item_and_float_of_a_loss_hold_no_graph():
         loss = F.cross_entropy(logits, y)
         kept = weakref.ref(logits)
         del logits
-        assert kept() is not None  # the loss's graph holds it, until backward releases it
+        assert kept() is None  # the graph holds nodes and saved arrays, never the tensors
+        node = loss._node.edges[0][0]  # cross_entropy's input: the logits' node
+        assert node.edges is not None  # its VJPs and what they saved live until backward
         loss.backward()
-        assert kept() is None
+        assert node.edges is None
         value = loss.item()
         assert type(value) is float
     finally:
