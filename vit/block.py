@@ -20,7 +20,7 @@ __all__ = ["attention", "mlp", "vit_block", "Attention", "Mlp", "Block"]
 
 
 def attention(h: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
-              num_heads: int) -> Tensor:
+              num_heads: int, return_weights: bool = False):
     """Bidirectional multi-head self-attention, (B, T, D) -> (B, T, D).
 
     Q = h W_q, K = h W_k, V = h W_v (each (D, D)), each cut into H consecutive chunks of
@@ -28,6 +28,7 @@ def attention(h: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
         A = softmax(Q K^T / sqrt(d)),   O = A V   (softmax over key positions, no mask);
     the heads are concatenated in order and projected: out = [O_1 ... O_H] @ W_o.
     The 1/sqrt(d) scales W_q (a D x D matrix) rather than the (B, H, T, T) scores.
+    ``return_weights=True`` also returns A, (B, H, T, T), for looking at what tokens read.
     """
     B, T, D = h.shape
     d = D // num_heads
@@ -36,9 +37,10 @@ def attention(h: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
         return F.linear(h, w).reshape(B, T, num_heads, d).transpose(0, 2, 1, 3)
 
     q = heads(w_q * (1.0 / math.sqrt(d)))
-    scores = q @ heads(w_k).swapaxes(-1, -2)  # (B, H, T, T)
-    out = F.softmax(scores, axis=-1) @ heads(w_v)  # (B, H, T, d)
-    return F.linear(out.transpose(0, 2, 1, 3).reshape(B, T, D), w_o)
+    weights = F.softmax(q @ heads(w_k).swapaxes(-1, -2), axis=-1)  # (B, H, T, T)
+    out = weights @ heads(w_v)  # (B, H, T, d)
+    out = F.linear(out.transpose(0, 2, 1, 3).reshape(B, T, D), w_o)
+    return (out, weights) if return_weights else out
 
 
 def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
@@ -48,7 +50,8 @@ def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
 
 
 class Attention(Module):
-    """Multi-head self-attention with a fused bias-free ``qkv`` (D, 3D) and ``proj`` (D, D)."""
+    """Multi-head self-attention: a bias-free ``qkv`` weight (D, 3D) = [W_q | W_k | W_v]
+    (one parameter, as timm names it; sliced per projection) and ``proj`` (D, D)."""
 
     def __init__(self, dim: int, num_heads: int, *, dtype=np.float64,
                  rng: np.random.Generator | None = None) -> None:
@@ -58,11 +61,11 @@ class Attention(Module):
         self.qkv = Linear(dim, 3 * dim, bias=False, dtype=dtype, rng=rng)
         self.proj = Linear(dim, dim, bias=False, dtype=dtype, rng=rng)
 
-    def forward(self, h: Tensor) -> Tensor:
+    def forward(self, h: Tensor, return_weights: bool = False):
         w = self.qkv.weight  # [W_q | W_k | W_v]
         D = w.shape[0]
         return attention(h, w[:, :D], w[:, D:2 * D], w[:, 2 * D:], self.proj.weight,
-                         self.num_heads)
+                         self.num_heads, return_weights)
 
 
 class Mlp(Module):

@@ -18,6 +18,7 @@ from minigrad import F, Tensor
 from minigrad.nn import LayerNorm, Linear, Module, Parameter
 
 from .block import Block, _check_heads
+from .losses import one_hot
 
 __all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
            "MAX_NPZ_BYTES"]
@@ -130,8 +131,9 @@ class TinyViT(Module):
         self.head = Linear(dim, num_classes, dtype=dtype, rng=rng)
 
     # ---- the differentiable model ------------------------------------------------------
-    def features(self, x: Tensor) -> Tensor:
-        """Final-LayerNormed CLS token, (B, C, H, W) Tensor -> (B, D) Tensor."""
+    def tokens(self, x: Tensor) -> Tensor:
+        """The encoder block's input, (B, C, H, W) Tensor -> (B, N+1, D): embedded patches
+        after the CLS token, plus the position embeddings."""
         if not x.requires_grad:  # images are constants: cut them with NumPy, record nothing
             x = Tensor(patchify(x.data, self.patch_size))
         else:
@@ -140,10 +142,11 @@ class TinyViT(Module):
         B, _, D = tokens.shape
         cls = F.broadcast_to(self.cls_token, (B, 1, D))  # its gradient sums over the batch
         t = F.concatenate([cls, tokens], axis=1)  # (B, N+1, D)
-        if self.pos_embed is not None:
-            t = t + self.pos_embed
-        t = self.block(t)
-        return self.norm(t[:, 0])
+        return t if self.pos_embed is None else t + self.pos_embed
+
+    def features(self, x: Tensor) -> Tensor:
+        """Final-LayerNormed CLS token, (B, C, H, W) Tensor -> (B, D) Tensor."""
+        return self.norm(self.block(self.tokens(x))[:, 0])
 
     def logits(self, x: Tensor) -> Tensor:
         """(B, C, H, W) Tensor -> (B, K) differentiable logits."""
@@ -236,17 +239,22 @@ class TinyViT(Module):
             for p in self.parameters():
                 p.data -= lr * p.grad
             return float(loss.item())
+        return self._probe_step(x, y, lr)[0]
+
+    def _probe_step(self, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, np.ndarray]:
+        """The head-only step on checked inputs; returns (loss, logits) before the step, so
+        a training loop can count correct predictions without a second forward."""
         cls = self.cls_features(x)
         W, b = self.head.weight.data, self.head.bias.data
         logits = cls @ W + b
         shifted = logits - logits.max(axis=1, keepdims=True)
         log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-        target = _one_hot(y, W.shape[1], self.dtype) if y.ndim == 1 else y
+        target = one_hot(y, W.shape[1], self.dtype) if y.ndim == 1 else y
         loss = float(-(target * log_p).sum() / len(x))
         dlogits = (np.exp(log_p) * target.sum(axis=1, keepdims=True) - target) / len(x)
         W -= lr * (cls.T @ dlogits)
         b -= lr * dlogits.sum(axis=0)
-        return loss
+        return loss, logits
 
     # ---- files -------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
@@ -282,12 +290,6 @@ class TinyViT(Module):
                              f"missing {missing}, unexpected {unexpected}")
         model.load_state_dict(state)
         return model
-
-
-def _one_hot(y: np.ndarray, num_classes: int, dtype) -> np.ndarray:
-    out = np.zeros((len(y), num_classes), dtype=dtype)
-    out[np.arange(len(y)), y] = 1
-    return out
 
 
 #: The most bytes the arrays of one ``.npz`` may declare, all together (checked against each

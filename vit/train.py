@@ -231,8 +231,8 @@ def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np
         soft = target if target.ndim == 2 else one_hot(target, num_classes, x.dtype)
         if o.label_smoothing:
             soft = ((1 - o.label_smoothing) * soft + o.label_smoothing / num_classes)
-        logits = model.forward(x)
-        loss = model.train_step(x, soft.astype(x.dtype), lr=optimizer.lr)
+        # TinyViT.train_step's probe, keeping the logits it computed for the accuracy
+        loss, logits = model._probe_step(x, soft.astype(x.dtype), optimizer.lr)
     else:
         out = model(Tensor(x))
         loss_t = F.cross_entropy(out, target, label_smoothing=o.label_smoothing)

@@ -299,12 +299,11 @@ def test_attention_weights_reproduce_the_block(tmp_path):
     """The recomputed weights, applied to V and projected, give the block's attention output."""
     import minigrad as mg
     from minigrad import Tensor
-    from vit.attention_maps import _tokens
     model = TinyViT(dim=16, num_heads=4, seed=1)
     x = np.random.default_rng(2).normal(size=(2, 1, 8, 8))
     w = attention_weights(model, x)
     with mg.no_grad():
-        h = model.block.norm1(_tokens(model, Tensor(x))).data
+        h = model.block.norm1(model.tokens(Tensor(x))).data
         expected = model.block.attn(Tensor(h)).data
     v = (h @ model.block.attn.qkv.weight.data)[..., 32:].reshape(2, 5, 4, 4).transpose(0, 2, 1, 3)
     heads = (w @ v).transpose(0, 2, 1, 3).reshape(2, 5, 16)
