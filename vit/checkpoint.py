@@ -12,7 +12,7 @@ Entries (no pickle anywhere; JSON travels in 0-d string arrays)::
     norm/mean, norm/std   the training pixels' per-channel statistics
     rng              the np.random.Generator's bit_generator.state (JSON)
 
-Written atomically (temporary file, fsync, rename) by ``vit.model.save_npz_atomic``, so an
+Written atomically (temporary file, fsync, rename) by ``vit.npz.save_npz_atomic``, so an
 interrupted write leaves the previous checkpoint intact.
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from .data import Normalizer
-from .model import TinyViT, load_npz, save_npz_atomic
+from .model import TinyViT
+from .npz import load_npz, save_npz_atomic
 
 __all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "rng_to_array",
            "rng_from_array"]

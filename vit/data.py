@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .model import load_npz
+from .npz import load_npz
 
 __all__ = ["Dataset", "Normalizer", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
            "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
