@@ -157,6 +157,10 @@ class Tensor:
         ``grad`` is the cotangent (same shape as this tensor); it may be omitted only for a
         tensor with one element, where it defaults to 1. The graph is released afterwards
         (its saved arrays freed) unless ``retain_graph=True``.
+
+        VJPs keep references to the arrays they need, not copies: writing into an input's
+        ``data`` between the forward pass and ``backward`` (an optimizer step before a
+        retained graph's second backward, say) changes the gradients that come out.
         """
         if not self.requires_grad:
             raise RuntimeError(
