@@ -112,8 +112,10 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.reshape(shape)
 
 
-def _toposort(root: Node) -> list:
-    """Nodes reachable from ``root``, inputs before results (iterative DFS, no recursion)."""
+def _toposort(root: Node, released_ok: bool = False) -> list:
+    """Nodes reachable from ``root``, inputs before results, the first input's branch first
+    (iterative DFS, no recursion limit). A node already released by ``backward()`` is an
+    error, or with ``released_ok`` listed without its inputs (for ``graph_summary``)."""
     order = []
     seen = set()
     stack = [(root, False)]
@@ -126,14 +128,14 @@ def _toposort(root: Node) -> list:
             continue
         seen.add(id(node))
         edges = node.edges
-        if edges is None:
+        if edges is None and not released_ok:
             raise RuntimeError(
                 f"backward through the graph a second time: the graph of op '{node.op}' was "
                 "released by the first backward(); pass retain_graph=True to the first call "
                 "to backward through it again"
             )
         stack.append((node, True))
-        for parent, _ in edges:
+        for parent, _ in reversed(edges or ()):
             if type(parent) is Node and id(parent) not in seen:
                 stack.append((parent, False))
     return order

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import Node
+from .graph import _toposort
 from .tensor import Tensor
 
 __all__ = ["graph_summary", "GraphSummary"]
@@ -57,28 +57,6 @@ def _filled(cell) -> bool:
     return True
 
 
-def _ops_in_order(t: Tensor) -> list:
-    """Nodes reachable from ``t``'s, inputs before results (first argument first).
-
-    Unlike the backward sweep's sort, a node already released by ``backward()`` is listed
-    (with nothing saved) rather than refused.
-    """
-    order, seen, stack = [], set(), [(t._node, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for parent, _ in reversed(node.edges or ()):
-            if isinstance(parent, Node) and id(parent) not in seen:
-                stack.append((parent, False))
-    return order
-
-
 @dataclass
 class GraphSummary:
     """One row per recorded op, inputs before results: (op, shape, dtype, bytes saved)."""
@@ -114,7 +92,7 @@ def graph_summary(t: Tensor) -> GraphSummary:
     if t._node is None:
         return GraphSummary([], 0)
     rows, everything = [], {}
-    for node in _ops_in_order(t):
+    for node in _toposort(t._node, released_ok=True):
         saved = _saved_arrays(node)
         everything.update(saved)
         rows.append((node.op, node.shape, node.dtype, sum(a.nbytes for a in saved.values())))
