@@ -16,7 +16,7 @@ from . import nn, optim
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .inspect import GraphSummary, graph_summary
-from .op import op, record
+from .defop import op, record
 from .tensor import Tensor, as_tensor, tensor
 
 __version__ = "0.1.0"

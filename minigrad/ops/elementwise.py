@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..op import op
+from ..defop import op
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs",

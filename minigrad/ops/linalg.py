@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..op import op
+from ..defop import op
 
 __all__ = ["matmul", "linear"]
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..blocks import for_each_block
-from ..op import op
+from ..defop import op
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy"]
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..op import op
+from ..defop import op
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..op import as_array_input, op, record
+from ..defop import as_array_input, op, record
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index

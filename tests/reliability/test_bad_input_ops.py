@@ -5,7 +5,7 @@ things: None, a string, an object array, a complex array (a Tensor cannot hold c
 so an op must not return one either); and a nested list must work as the array it spells.
 ``SPECIFIC`` covers each op's own arguments: axes, shapes, eps, labels, indices.
 
-The array inputs of every op are checked in one place, ``minigrad.op.as_array_input``
+The array inputs of every op are checked in one place, ``minigrad.defop.as_array_input``
 (each op declares how many leading parameters are arrays); each op checks its own other
 arguments.
 """
