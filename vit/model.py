@@ -18,8 +18,7 @@ from .block import Block, _check_heads
 from .losses import one_hot
 from .npz import load_npz, save_npz_atomic
 
-__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
-           "MAX_NPZ_BYTES"]
+__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic"]
 
 
 def patchify(x, patch_size: int):

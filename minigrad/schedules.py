@@ -1,0 +1,153 @@
+"""Learning-rate schedules: ``WarmupCosine`` and ``OneCycle`` (PyTorch's ``OneCycleLR``).
+
+A schedule sets ``optimizer.lr`` when it is built and at every ``step()``::
+
+    opt = AdamW(model.parameters(), lr=1e-3)
+    sched = WarmupCosine(opt, warmup_steps=100, total_steps=1000)
+    for batch in data:
+        model.zero_grad(); loss(batch).backward(); opt.step(); sched.step()
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from .optim import Optimizer, _check_keys, _check_state, _positive_int, _real
+
+__all__ = ["LRScheduler", "WarmupCosine", "OneCycle"]
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"optimizer: got {type(optimizer).__name__}; expected an Optimizer")
+
+
+class LRScheduler:
+    """Base class of the schedules: ``lr_at(s)`` is the learning rate of step s (from 0).
+
+    Building a schedule sets ``optimizer.lr = lr_at(0)``; each ``step()`` (call it after
+    ``optimizer.step()``) advances ``last_step`` by one and sets ``optimizer.lr`` again.
+    Subclasses list their settings in ``_config`` (saved in ``state_dict``).
+    """
+
+    _config: tuple[str, ...] = ()
+    _int_config: tuple[str, ...] = ()
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        self.last_step = 0
+        self._apply()
+
+    def lr_at(self, step: int) -> float:
+        raise NotImplementedError
+
+    def get_lr(self) -> float:
+        """The learning rate of the current step (``lr_at(last_step)``)."""
+        return self.lr_at(self.last_step)
+
+    @property
+    def lr(self) -> float:
+        return self.get_lr()
+
+    def step(self) -> None:
+        self.last_step += 1
+        self._apply()
+
+    def _apply(self) -> None:
+        self.optimizer.lr = self.get_lr()
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """``last_step`` and the settings, as 0-d arrays."""
+        out = {"last_step": np.array(self.last_step)}
+        out.update((name, np.array(getattr(self, name))) for name in self._config)
+        return out
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore ``last_step`` and the settings, and set the optimizer's lr to match."""
+        _check_state(type(self).__name__, state)
+        _check_keys(type(self).__name__, state, {"last_step", *self._config})
+        for name in self._config:
+            convert = int if name in self._int_config else float
+            setattr(self, name, convert(state[name]))
+        self.last_step = int(state["last_step"])
+        self._apply()
+
+
+class WarmupCosine(LRScheduler):
+    """Linear warmup to the optimizer's lr (``base_lr``), then cosine decay to ``min_lr``.
+
+    With W = warmup_steps, T = total_steps and step s counted from 0::
+
+        lr(s) = base_lr (s + 1) / W                                 for s < W
+        lr(s) = min_lr + (base_lr - min_lr) (1 + cos(π p)) / 2,     p = (min(s, T) - W) / (T - W)
+
+    so the warmup never uses lr 0, lr(W - 1) = lr(W) = base_lr, and lr reaches min_lr at
+    s = T and stays there.
+    """
+
+    _config = ("base_lr", "warmup_steps", "total_steps", "min_lr")
+    _int_config = ("warmup_steps", "total_steps")
+
+    def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int,
+                 min_lr: float = 0.0) -> None:
+        self.total_steps = _positive_int("total_steps", total_steps)
+        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)) \
+                or not 0 <= warmup_steps < self.total_steps:
+            raise ValueError(f"warmup_steps: got {warmup_steps!r}; expected an integer in "
+                             f"[0, total_steps={self.total_steps})")
+        self.warmup_steps = int(warmup_steps)
+        self.min_lr = _real("min_lr", min_lr)
+        _check_optimizer(optimizer)
+        self.base_lr = _real("optimizer.lr", optimizer.lr)
+        super().__init__(optimizer)
+
+    def lr_at(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return self.base_lr * (step + 1) / self.warmup_steps
+        p = (min(step, self.total_steps) - self.warmup_steps) / (self.total_steps - self.warmup_steps)
+        return self.min_lr + (self.base_lr - self.min_lr) * (1.0 + math.cos(math.pi * p)) / 2.0
+
+
+class OneCycle(LRScheduler):
+    """``torch.optim.lr_scheduler.OneCycleLR`` with ``anneal_strategy='cos'``,
+    ``three_phase=False`` (the lr only; momentum is not cycled).
+
+    With initial = max_lr / div_factor, final = initial / final_div_factor, T = total_steps,
+    E = pct_start T - 1 and cos_anneal(a, b, x) = b + (a - b) (1 + cos(π x)) / 2::
+
+        lr(s) = cos_anneal(initial, max_lr, s / E)              for s <= E
+        lr(s) = cos_anneal(max_lr, final, (s - E) / (T - 1 - E))  otherwise
+
+    so lr(0) = initial and lr(T - 1) = final. Stepping past s = T raises, as in torch.
+    Where torch divides by zero (a phase of zero length) this takes x = 1.
+    """
+
+    _config = ("max_lr", "total_steps", "pct_start", "div_factor", "final_div_factor")
+    _int_config = ("total_steps",)
+
+    def __init__(self, optimizer: Optimizer, max_lr: float, total_steps: int,
+                 pct_start: float = 0.3, div_factor: float = 25.0,
+                 final_div_factor: float = 1e4) -> None:
+        self.max_lr = _real("max_lr", max_lr)
+        self.total_steps = _positive_int("total_steps", total_steps)
+        self.pct_start = _real("pct_start", pct_start, high=1.0, high_open=False)
+        self.div_factor = _real("div_factor", div_factor, low_open=True)
+        self.final_div_factor = _real("final_div_factor", final_div_factor, low_open=True)
+        super().__init__(optimizer)
+
+    def lr_at(self, step: int) -> float:
+        if step > self.total_steps:
+            raise ValueError(f"OneCycle: stepped to step {step}; the schedule has "
+                             f"total_steps={self.total_steps}")
+        initial = self.max_lr / self.div_factor
+        final = initial / self.final_div_factor
+        warm_end = float(self.pct_start * self.total_steps) - 1
+        if step <= warm_end:
+            start, end, first, last = initial, self.max_lr, 0.0, warm_end
+        else:
+            start, end, first, last = self.max_lr, final, warm_end, self.total_steps - 1
+        pct = (step - first) / (last - first) if last != first else 1.0
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
