@@ -23,7 +23,7 @@ def attention_weights(model: TinyViT, x: np.ndarray) -> np.ndarray:
     with mg.no_grad():
         h = model.block.norm1(model.tokens(Tensor(x)))
         _, weights = model.block.attn(h, return_weights=True)
-        return weights.data
+        return weights
 
 
 def cls_attention(model: TinyViT, x: np.ndarray) -> np.ndarray:

@@ -8,39 +8,33 @@ Shapes: B sequences (batch), T tokens, D features, H heads of width D/H, F hidde
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.nn import LayerNorm, Linear, Module
+from minigrad.ops.attention import attention_weights
 
 __all__ = ["attention", "mlp", "vit_block", "Attention", "Mlp", "Block"]
 
 
-def attention(h: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
-              num_heads: int, return_weights: bool = False):
+def attention(h: Tensor, w_qkv: Tensor, w_o: Tensor, num_heads: int,
+              return_weights: bool = False):
     """Bidirectional multi-head self-attention, (B, T, D) -> (B, T, D).
 
-    Q = h W_q, K = h W_k, V = h W_v (each (D, D)), each cut into H consecutive chunks of
-    width d = D/H, one per head; per head
+    w_qkv = [W_q | W_k | W_v] (D, 3D) and w_o (D, D). Q = h W_q, K = h W_k, V = h W_v, each
+    cut into H consecutive chunks of width d = D/H, one per head; per head
         A = softmax(Q K^T / sqrt(d)),   O = A V   (softmax over key positions, no mask);
     the heads are concatenated in order and projected: out = [O_1 ... O_H] @ W_o.
-    The 1/sqrt(d) scales W_q (a D x D matrix) rather than the (B, H, T, T) scores.
-    ``return_weights=True`` also returns A, (B, H, T, T), for looking at what tokens read.
+    One GEMM makes [Q | K | V]; ``F.self_attention`` is the rest up to the projection, fused.
+    ``return_weights=True`` also returns A, (B, H, T, T), as an array (for looking at what
+    tokens read; it carries no gradient).
     """
-    B, T, D = h.shape
-    d = D // num_heads
-
-    def heads(w):  # (B, T, D) -> (B, H, T, d)
-        return F.linear(h, w).reshape(B, T, num_heads, d).transpose(0, 2, 1, 3)
-
-    q = heads(w_q * (1.0 / math.sqrt(d)))
-    weights = F.softmax(q @ heads(w_k).swapaxes(-1, -2), axis=-1)  # (B, H, T, T)
-    out = weights @ heads(w_v)  # (B, H, T, d)
-    out = F.linear(out.transpose(0, 2, 1, 3).reshape(B, T, D), w_o)
-    return (out, weights) if return_weights else out
+    qkv = F.linear(h, w_qkv)  # (B, T, 3D)
+    out = F.linear(F.self_attention(qkv, num_heads), w_o)
+    if return_weights:
+        return out, attention_weights(qkv.data, num_heads)
+    return out
 
 
 def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
@@ -62,10 +56,7 @@ class Attention(Module):
         self.proj = Linear(dim, dim, bias=False, dtype=dtype, rng=rng)
 
     def forward(self, h: Tensor, return_weights: bool = False):
-        w = self.qkv.weight  # [W_q | W_k | W_v]
-        D = w.shape[0]
-        return attention(h, w[:, :D], w[:, D:2 * D], w[:, 2 * D:], self.proj.weight,
-                         self.num_heads, return_weights)
+        return attention(h, self.qkv.weight, self.proj.weight, self.num_heads, return_weights)
 
 
 class Mlp(Module):
@@ -166,5 +157,6 @@ def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
 
 
 def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
-    y = x + attention(F.layer_norm(x), w_q, w_k, w_v, w_o, num_heads)
+    w_qkv = F.concatenate([w_q, w_k, w_v], axis=1)  # (D, 3D): one GEMM for Q, K and V
+    y = x + attention(F.layer_norm(x), w_qkv, w_o, num_heads)
     return y + mlp(F.layer_norm(y), w_mlp1, w_mlp2)

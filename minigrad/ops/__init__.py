@@ -3,6 +3,7 @@ from .elementwise import (
     abs, add, astype, clip, div, exp, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
     sqrt, sub, tanh, where,
 )
+from .attention import self_attention
 from .linalg import linear, matmul
 from .nn import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
 from .reduce import max, mean, min, sum, var
@@ -20,5 +21,6 @@ PUBLIC_OPS = (
     "getitem", "concatenate", "stack", "split",
     "matmul", "linear",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
+    "self_attention",
 )
 __all__ = list(PUBLIC_OPS) + ["PUBLIC_OPS"]

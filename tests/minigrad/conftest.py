@@ -293,6 +293,30 @@ for s in [(), (7,), (2, 3, 4)]:
     add_case("gelu_tanh", _sid(s), F.gelu_tanh, np_gelu, rn(s) * 2)
 
 
+def np_self_attention(qkv, num_heads, scale=None):
+    """Head by head and example by example, with loops: the reference for the fused op."""
+    B, T, width = qkv.shape
+    D = width // 3
+    d = D // num_heads
+    s = 1 / np.sqrt(d) if scale is None else scale
+    out = np.zeros((B, T, D))
+    for b in range(B):
+        for h in range(num_heads):
+            cols = slice(h * d, (h + 1) * d)
+            q, k, v = (qkv[b, :, i * D:(i + 1) * D][:, cols] for i in range(3))
+            scores = s * q @ k.T
+            e = np.exp(scores - scores.max(axis=1, keepdims=True))
+            out[b, :, cols] = (e / e.sum(axis=1, keepdims=True)) @ v
+    return out
+
+
+for (B, T, D, H, scale) in [(2, 3, 2, 1, None), (2, 4, 6, 2, None), (1, 5, 6, 3, 0.7),
+                            (3, 1, 4, 2, None)]:
+    add_case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
+             lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
+             lambda x, H=H, scale=scale: np_self_attention(x, H, scale), rn((B, T, 3 * D)))
+
+
 def np_cross_entropy(logits, target, reduction="mean", label_smoothing=0.0):
     C = logits.shape[-1]
     lsm = sp.log_softmax(logits, axis=-1)

@@ -66,6 +66,12 @@ def _composed(name, x, w, b):
     if name == "layer_norm":
         xc = x - x.mean(axis=-1, keepdims=True)
         return xc / ((xc * xc).mean(axis=-1, keepdims=True) + 1e-5).sqrt() * w + b
+    if name == "self_attention":
+        B, T, width = x.shape
+        q, k, v = (x[:, :, i * width // 3:(i + 1) * width // 3].reshape(B, T, 2, -1)
+                   .transpose(0, 2, 1, 3) for i in range(3))
+        a = _composed("softmax", q @ k.swapaxes(-1, -2) * (1 / np.sqrt(q.shape[-1])), w, b)
+        return (a @ v).transpose(0, 2, 1, 3).reshape(B, T, width // 3)
     c = np.sqrt(2 / np.pi)
     return 0.5 * x * (1 + (c * (x + 0.044715 * x ** 3)).tanh())
 
@@ -75,20 +81,26 @@ def _fused(name, x, w, b):
         return F.softmax(x, axis=-1)
     if name == "layer_norm":
         return F.layer_norm(x, w, b)
+    if name == "self_attention":
+        return F.self_attention(x, 2)
     return F.gelu_tanh(x)
 
 
-@pytest.mark.parametrize("name", ["softmax", "layer_norm", "gelu_tanh"])
+FUSED = ["softmax", "layer_norm", "gelu_tanh", "self_attention"]
+
+
+@pytest.mark.parametrize("name", FUSED)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_ops_on_large_arrays_match_one_thread_bit_for_bit(threads, name, dtype):
     # Large enough for the threaded path; rows not a multiple of the block or thread count.
     rng = np.random.default_rng(5)
-    shape = (5, 211, 389)
+    # self_attention: (B, T, 3D) with 2 heads; its blocks are examples of H·T² = 2·211² scores
+    shape = (7, 211, 3 * 130) if name == "self_attention" else (5, 211, 389)
     assert np.prod(shape) > 2 * blocks.PARALLEL_ELEMENTS
     x0 = (3 * rng.standard_normal(shape)).astype(dtype)
     w0 = rng.standard_normal(shape[-1]).astype(dtype)
     b0 = rng.standard_normal(shape[-1]).astype(dtype)
-    cot = rng.standard_normal(shape).astype(dtype)
+    cot = rng.standard_normal(_fused(name, x0, w0, b0).shape).astype(dtype)
     results = []
     for n in (1, 2, 3):
         threads(n)
@@ -143,9 +155,10 @@ def test_empty_rows_and_empty_batches():
     assert F.gelu_tanh(np.zeros((0,))).shape == (0,)
 
 
-@pytest.mark.parametrize("name", ["softmax", "layer_norm", "gelu_tanh"])
+@pytest.mark.parametrize("name", FUSED)
 def test_fused_ops_read_integer_input_as_float64(name):
-    x = np.arange(12).reshape(3, 4)
+    x = np.arange(12).reshape(1, 2, 6) % 5 if name == "self_attention" else \
+        np.arange(12).reshape(3, 4)
     got = _fused(name, x, None, None)
     want = _fused(name, x.astype(np.float64), None, None)
     assert got.dtype == np.float64

@@ -64,6 +64,16 @@ def c_cross_entropy(z, target, reduction="mean", label_smoothing=0.0):
     return {"mean": F.mean, "sum": F.sum, "none": lambda v: v}[reduction](loss)
 
 
+def c_self_attention(qkv, num_heads, scale=None):
+    B, T, width = qkv.shape
+    D = width // 3
+    d = D // num_heads
+    q, k, v = (F.transpose(F.reshape(qkv[:, :, i * D:(i + 1) * D], (B, T, num_heads, d)),
+                           (0, 2, 1, 3)) for i in range(3))
+    a = c_softmax((q @ F.swapaxes(k, -1, -2)) * (1 / math.sqrt(d) if scale is None else scale))
+    return F.reshape(F.transpose(a @ v, (0, 2, 1, 3)), (B, T, D))
+
+
 def _value_and_grads(fn, arrays, cot_seed=0):
     ts = [mg.Tensor(a.copy(), requires_grad=True) if a.dtype.kind == "f" else a for a in arrays]
     out = fn(*ts)
@@ -124,6 +134,26 @@ def test_layer_norm_equals_composition_with_var_op():
         F.layer_norm,
         lambda t: (t - F.mean(t, axis=-1, keepdims=True)) / F.sqrt(F.var(t, axis=-1, keepdims=True)
                                                                    + 1e-5), [x])
+
+
+@pytest.mark.parametrize("B,T,D,H,scale", [(2, 5, 8, 2, None), (3, 7, 12, 3, 0.25),
+                                         (1, 1, 4, 4, None), (40, 9, 16, 4, None)])
+def test_self_attention_equals_composition(B, T, D, H, scale):
+    # (40, 9, 16, 4): several batch blocks in the fused kernel
+    x = RNG.standard_normal((B, T, 3 * D)) * 2
+    assert_same_function(lambda t: F.self_attention(t, H, scale=scale),
+                         lambda t: c_self_attention(t, H, scale), [x])
+
+
+def test_self_attention_weights_are_the_softmax_it_uses():
+    from minigrad.ops.attention import attention_weights
+    x = RNG.standard_normal((3, 6, 3 * 8))
+    a = attention_weights(x, 2)
+    q, k = (x[:, :, i * 8:(i + 1) * 8].reshape(3, 6, 2, 4).transpose(0, 2, 1, 3)
+            for i in range(2))
+    np.testing.assert_allclose(a, sp.softmax(q @ k.swapaxes(-1, -2) / 2.0, axis=-1),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(a.sum(axis=-1), 1.0, rtol=1e-12)
 
 
 def test_gelu_tanh_equals_composition():

@@ -158,6 +158,21 @@ case("layer_norm", "affine", F.layer_norm,
      lambda x, w, b: TF.layer_norm(x, (5,), w, b, eps=1e-5), rn(2, 3, 5), rn(5), rn(5))
 case("layer_norm", "plain", F.layer_norm, lambda x: TF.layer_norm(x, (6,), eps=1e-5), rn(4, 6))
 case("gelu_tanh", "3d", F.gelu_tanh, lambda x: TF.gelu(x, approximate="tanh"), rn(2, 3, 4) * 3)
+
+
+def _torch_self_attention(qkv, num_heads, scale=None):
+    B, T, width = qkv.shape
+    D = width // 3
+    q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, T, num_heads, -1).transpose(1, 2)
+               for i in range(3))
+    o = TF.scaled_dot_product_attention(q, k, v, scale=scale)  # (B, H, T, d)
+    return o.transpose(1, 2).reshape(B, T, D)
+
+
+for (B, T, D, H, scale) in [(2, 4, 6, 2, None), (3, 5, 6, 3, 0.3)]:
+    case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
+         lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
+         lambda x, H=H, scale=scale: _torch_self_attention(x, H, scale), rn(B, T, 3 * D))
 _labels = np.array([2, 0, 4, 4, 1, 3])
 for red in ("mean", "sum", "none"):
     for ls in (0.0, 0.1):

@@ -56,6 +56,7 @@ SLOT = {
     "softmax": F.softmax, "log_softmax": F.log_softmax, "logsumexp": F.logsumexp,
     "layer_norm": F.layer_norm, "gelu_tanh": F.gelu_tanh,
     "cross_entropy": lambda v: F.cross_entropy(v, LABELS),
+    "self_attention": lambda v: F.self_attention(v, 1),  # (1, 2, 3): B 1, T 2, D 1
 }
 
 
@@ -64,6 +65,8 @@ def test_the_table_covers_every_public_op():
 
 
 def slot_values(op):
+    if op == "self_attention":
+        return VALUES.reshape(1, 2, 3).copy()
     return VALUES.T.copy() if op == "matmul" else VALUES.copy()
 
 
@@ -214,6 +217,23 @@ SPECIFIC = [
         TypeError, "label_smoothing", "'a'"),
     bad("cross_entropy-no-classes", lambda: F.cross_entropy(np.zeros((2, 0)), np.zeros(2, int)),
         ValueError, "target", "[0, -1]"),
+    # self_attention: packed (B, T, 3D) projections
+    bad("self_attention-2d", lambda: F.self_attention(T, 1), ValueError, "qkv", "(2, 3)",
+        "(B, T, 3·D)", keep=(T.data,)),
+    bad("self_attention-width", lambda: F.self_attention(np.ones((2, 3, 6)), 4), ValueError,
+        "qkv", "(2, 3, 6)", "num_heads = 4"),
+    bad("self_attention-empty", lambda: F.self_attention(np.ones((0, 3, 6)), 1), ValueError,
+        "qkv", "(0, 3, 6)", "B, T > 0"),
+    bad("self_attention-heads-zero", lambda: F.self_attention(np.ones((2, 3, 6)), 0),
+        ValueError, "num_heads", "0", "positive integer"),
+    bad("self_attention-heads-float", lambda: F.self_attention(np.ones((2, 3, 6)), 1.0),
+        ValueError, "num_heads", "1.0", "positive integer"),
+    bad("self_attention-scale-negative", lambda: F.self_attention(np.ones((2, 3, 6)), 1,
+                                                                   scale=-1.0),
+        ValueError, "scale", "-1.0", "positive finite"),
+    bad("self_attention-scale-nan", lambda: F.self_attention(np.ones((2, 3, 6)), 1,
+                                                              scale=np.nan),
+        ValueError, "scale", "nan", "positive finite"),
 ]
 
 
