@@ -16,7 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["for_each_block", "set_num_threads", "get_num_threads"]
+__all__ = ["for_each_block", "for_each_part", "one_blas_thread", "set_num_threads",
+           "get_num_threads"]
 
 #: Elements per block (256 KiB of float32): large enough that NumPy's per-call cost (about a
 #: microsecond per ufunc call, some twenty calls per block) stays small, small enough that a
@@ -25,6 +26,10 @@ __all__ = ["for_each_block", "set_num_threads", "get_num_threads"]
 BLOCK_ELEMENTS = 1 << 16
 #: Below this many elements a single thread wins (handing work to a thread costs ~10 µs).
 PARALLEL_ELEMENTS = 1 << 17
+#: Arrays that run in parallel are cut into a multiple of this many blocks (of at most
+#: BLOCK_ELEMENTS): with one 64K block more than the threads can share evenly, a 139K-element
+#: array (config B's activations) ran 2:1 on two threads.
+BALANCE = 4
 #: The pool's size; ``set_num_threads`` only changes how many of its threads get work.
 MAX_THREADS = 8
 
@@ -69,9 +74,11 @@ def _get_pool() -> ThreadPoolExecutor:
 
 def _forget_pool_after_fork() -> None:
     """A forked child inherits the pool object but not its threads: start afresh."""
-    global _pool, _lock
+    global _pool, _lock, _blas_lock, _blas_users
     _pool = None
     _lock = threading.Lock()
+    _blas_lock = threading.Lock()
+    _blas_users = 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -91,7 +98,11 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
     if rows * cols <= BLOCK_ELEMENTS:
         kernel(0, rows)
         return
-    step = max(1, BLOCK_ELEMENTS // max(cols, 1))
+    if rows * cols < PARALLEL_ELEMENTS:
+        step = max(1, BLOCK_ELEMENTS // max(cols, 1))
+    else:  # a multiple of BALANCE blocks, so that 2 or 4 threads get equal shares
+        blocks = BALANCE * -(-rows * cols // (BALANCE * BLOCK_ELEMENTS))
+        step = -(-rows // blocks)
     bounds = [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
     threads = min(_threads, len(bounds))
     if threads == 1 or rows * cols < PARALLEL_ELEMENTS:
@@ -108,11 +119,98 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
             for lo, hi in bounds[first:first + share]:
                 kernel(lo, hi)
 
-    pool = _get_pool()
-    futures = [pool.submit(run, first) for first in range(share, len(bounds), share)]
-    try:
-        run(0)
-    finally:
-        wait(futures)
-    for f in futures:
-        f.result()
+    _run_parallel(run, range(0, len(bounds), share))
+
+
+def _run_parallel(run: Callable[[int], None], firsts) -> None:
+    """``run(first)`` for each of ``firsts``, the first on the caller's thread, the others on
+    the pool, with BLAS held to one thread meanwhile; returns when all have finished."""
+    firsts = list(firsts)
+    with one_blas_thread():
+        pool = _get_pool()
+        futures = [pool.submit(run, first) for first in firsts[1:]]
+        try:
+            run(firsts[0])
+        finally:
+            wait(futures)
+        for f in futures:
+            f.result()
+
+
+#: Below this many floating-point operations a product runs on the caller's thread alone.
+PARALLEL_FLOPS = 1 << 22
+#: From this size on (2·m·n·k, OpenBLAS's m·n·k >= 2^18) BLAS would start its own threads.
+BLAS_THREADED_FLOPS = 1 << 19
+
+
+def for_each_part(kernel: Callable[[int, int], None], n: int, flops: float) -> None:
+    """Call ``kernel(lo, hi)`` on ``get_num_threads()`` equal parts of ``range(n)``, one per
+    thread, when the work (``flops`` in all) is worth it; else ``kernel(0, n)`` once.
+
+    For matrix products split along an output axis (never along a summed one, so that each
+    output element is one BLAS reduction, whatever the thread count): BLAS runs on one
+    thread inside each part, so the cores hold exactly one busy thread each.
+    """
+    threads = min(_threads, n)
+    if threads <= 1 or flops < PARALLEL_FLOPS:
+        if flops < BLAS_THREADED_FLOPS:
+            kernel(0, n)
+        else:
+            with one_blas_thread():
+                kernel(0, n)
+        return
+    errors = np.geterr()
+    step = -(-n // threads)
+
+    def run(lo: int) -> None:
+        with np.errstate(**errors):
+            kernel(lo, min(lo + step, n))
+
+    _run_parallel(run, range(0, n, step))
+
+
+# ---- BLAS threads ---------------------------------------------------------------------
+# BLAS libraries run their own thread pools. Their threads keep spinning for a while after a
+# product, and a spinning BLAS thread competes for a core with the block pool's threads: on a
+# 2-core machine a step ran 20-40% slower with both pools active than with either alone. So
+# while the block pool works, BLAS is held to one thread, and the pool does the splitting.
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_saved: list = []
+_blas_libs: list | None = None
+
+
+def _blas_controllers() -> list:
+    """threadpoolctl's controllers of the loaded BLAS libraries (none without threadpoolctl)."""
+    global _blas_libs
+    if _blas_libs is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas_libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        except Exception:  # pragma: no cover - threadpoolctl missing or failing: no limit
+            _blas_libs = []
+    return _blas_libs
+
+
+class one_blas_thread:
+    """Context manager: BLAS uses one thread inside (re-entrant and thread-safe; the first
+    to enter saves the BLAS thread counts, the last to leave restores them)."""
+
+    def __enter__(self) -> None:
+        global _blas_users
+        with _blas_lock:
+            if _blas_users == 0:
+                _blas_saved[:] = [(lib, lib.num_threads) for lib in _blas_controllers()]
+                for lib, n in _blas_saved:
+                    if n != 1:
+                        lib.set_num_threads(1)
+            _blas_users += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _blas_users
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                for lib, n in _blas_saved:
+                    if n != 1:
+                        lib.set_num_threads(n)

@@ -11,6 +11,7 @@ to the input's shape, the one place where the engine undoes broadcasting for eve
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Callable
@@ -166,7 +167,7 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
             leaf = type(parent) is not Node
             shape, dtype = (parent.data.shape, parent.data.dtype) if leaf else \
                 (parent.shape, parent.dtype)
-            fresh = False
+            fresh = _unshared(gp)
             if gp.shape != shape:
                 gp = _unbroadcast_checked(gp, shape, node.op)
                 fresh = True
@@ -190,6 +191,28 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
                 owned.add(key)
         if not retain_graph:
             node.edges = None
+
+
+def _references(a: object) -> int:
+    return sys.getrefcount(a)
+
+
+def _unique_references() -> int:
+    a = np.empty(0)  # held by this one local name, as a VJP's result is in ``backward``
+    return _references(a)
+
+
+_UNIQUE = _unique_references()
+
+
+def _unshared(a: object) -> bool:
+    """True when ``a`` is an array no one else can see: it owns its memory (not a view), is
+    writeable, and the caller's name for it is its only reference (a VJP that returns its
+    cotangent or a saved array, or keeps its result, leaves more). Such a VJP result becomes
+    a gradient buffer as it is, so gradients accumulate into it in place and a leaf adopts
+    it as its ``.grad`` without a copy. (NumPy elides temporaries by the same test.)"""
+    return (type(a) is np.ndarray and a.base is None and a.flags.writeable
+            and _references(a) <= _UNIQUE + 1)
 
 
 def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:

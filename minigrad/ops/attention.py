@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..blocks import for_each_block
+from ..blocks import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
 from ..defop import op
 from .nn import _row_max, _row_sum
 
@@ -83,7 +83,7 @@ def self_attention(qkv, num_heads, scale=None):
         _softmax_rows(a)
         np.matmul(a, v, out=_heads(out, lo, hi, None, H))
 
-    for_each_block(forward, B, H * T * T)
+    _run(forward, B, H, T, width // 3 // H)
 
     def vjp(g):
         gqkv = np.empty(qkv.shape, dtype=np.result_type(g, qkv))
@@ -102,10 +102,22 @@ def self_attention(qkv, num_heads, scale=None):
             np.matmul(gs, k * s, out=gq)
             np.matmul(gs.swapaxes(-1, -2), q * s, out=gk)
 
-        for_each_block(backward, B, H * T * T)
+        _run(backward, B, H, T, width // 3 // H)
         return gqkv
 
     return out, vjp
+
+
+def _run(kernel, B: int, H: int, T: int, d: int) -> None:
+    """``kernel`` over blocks of examples, on every core. Each product multiplies a (T, d)
+    and a (d, T) matrix or a (T, T) and a (T, d) one: from a size where BLAS would start its
+    own threads it is held to one, so the cores split the batch, not each small product
+    (and the results do not depend on the thread count)."""
+    if 2 * T * T * d < BLAS_THREADED_FLOPS:
+        for_each_block(kernel, B, H * T * T)
+    else:
+        with one_blas_thread():
+            for_each_block(kernel, B, H * T * T)
 
 
 def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = None) -> np.ndarray:

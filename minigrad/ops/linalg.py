@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blocks import for_each_part
 from ..defop import op
 
 __all__ = ["matmul", "linear"]
@@ -80,11 +81,30 @@ def linear(x, weight, bias=None):
         raise ValueError(f"linear bias: got shape {np.shape(bias)}; expected ({n},)")
     x_shape = np.shape(x)
     x2 = np.reshape(x, (-1, k))  # kept for the weight's gradient (a copy only if x was strided)
-    out = x2 @ weight
+    rows = x2.shape[0]
+    flops = 2.0 * rows * k * n
+    out = _product(x2, weight, rows, flops)
     if bias is not None:
         out += bias  # out is this op's own array
+
+    def vjp_x(g):
+        gx = np.empty(x_shape, dtype=np.result_type(g, weight))
+        _product(g.reshape(-1, n), weight.T, rows, flops, out=gx.reshape(-1, k))
+        return gx
+
+    def vjp_w(g):
+        g2 = g.reshape(-1, n)
+        gw = np.empty((k, n), dtype=np.result_type(x2, g2))
+        for_each_part(lambda lo, hi: np.matmul(x2[:, lo:hi].T, g2, out=gw[lo:hi]), k, flops)
+        return gw
+
     return out.reshape(x_shape[:-1] + (n,)), (
-        lambda g: (g.reshape(-1, n) @ weight.T).reshape(x_shape),
-        lambda g: x2.T @ g.reshape(-1, n),
-        lambda g: np.add.reduce(g.reshape(-1, n), axis=0),
-    )
+        vjp_x, vjp_w, lambda g: np.add.reduce(g.reshape(-1, n), axis=0))
+
+
+def _product(a, b, rows, flops, out=None):
+    """a @ b for a (rows, k), split by rows across the block pool when large."""
+    if out is None:
+        out = np.empty((rows, b.shape[1]), dtype=np.result_type(a, b))
+    for_each_part(lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), rows, flops)
+    return out

@@ -104,7 +104,8 @@ def _softmax_last(x):
 
     def vjp(g):
         g2 = _rows(g)
-        gx = np.empty_like(y2, dtype=g.dtype)
+        result = np.empty(shape, dtype=g.dtype)  # returned whole: the engine may adopt it
+        gx = result.reshape(y2.shape)
 
         def backward(lo, hi):
             gs, ys, out = g2[lo:hi], y2[lo:hi], gx[lo:hi]
@@ -113,7 +114,7 @@ def _softmax_last(x):
             out *= ys
 
         for_each_block(backward, *gx.shape)
-        return gx.reshape(shape)
+        return result
 
     return y2.reshape(shape), vjp
 
@@ -197,7 +198,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 
     def vjp_x(g):
         g2 = _rows(g)
-        gx = np.empty_like(xhat, dtype=g.dtype)
+        result = np.empty(shape, dtype=g.dtype)
+        gx = result.reshape(xhat.shape)
 
         def backward(lo, hi):
             gs, xh, out = g2[lo:hi], xhat[lo:hi], gx[lo:hi]
@@ -211,7 +213,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             out *= rstd[lo:hi]
 
         for_each_block(backward, *gx.shape)
-        return gx.reshape(shape)
+        return result
 
     def vjp_w(g):
         return np.einsum("ij,ij->j", _rows(g), xhat)
@@ -254,7 +256,8 @@ def gelu_tanh(x):
 
     def vjp(g):
         g2 = _rows(g)
-        gx = np.empty_like(x2, dtype=g.dtype)
+        result = np.empty(shape, dtype=g.dtype)
+        gx = result.reshape(x2.shape)
 
         def backward(lo, hi):
             xs, ts, out = x2[lo:hi], t2[lo:hi], gx[lo:hi]
@@ -272,7 +275,7 @@ def gelu_tanh(x):
             np.multiply(g2[lo:hi], slope, out=out)
 
         for_each_block(backward, *gx.shape)
-        return gx.reshape(shape)
+        return result
 
     return y2.reshape(shape), vjp
 
