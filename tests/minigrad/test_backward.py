@@ -315,6 +315,46 @@ def test_user_grad_and_input_data_never_modified():
     assert not np.shares_memory(h.grad, g) and not np.shares_memory(x.grad, g)
 
 
+def test_an_unshared_vjp_result_is_adopted_and_a_shared_one_is_copied():
+    """A VJP's fresh result becomes the leaf's .grad as it is (no copy); one the VJP also
+    keeps (a saved array, a cache) is copied, so writing into .grad cannot corrupt it."""
+    made = []
+    saved = np.arange(3.0)
+
+    @mg.op
+    def fresh(x):
+        def vjp(g):
+            out = g * 2.0
+            made.append(weakref.ref(out))  # a weak reference does not count as a user
+            return out
+        return x * 2.0, vjp
+
+    @mg.op
+    def returns_saved(x):
+        return x.sum(), lambda g: saved  # wrong math on purpose: the VJP returns its own array
+
+    a = leaf(3)
+    fresh(a).backward(np.ones(3))
+    assert made[0]() is a.grad
+    b = leaf(3)
+    returns_saved(b).backward()
+    assert not np.shares_memory(b.grad, saved)
+    b.grad += 1
+    np.testing.assert_array_equal(saved, np.arange(3.0))
+    c = leaf(3)  # a second contribution is added into the adopted buffer, not into saved
+    (returns_saved(c) + fresh(c).sum()).backward()
+    np.testing.assert_array_equal(saved, np.arange(3.0))
+    np.testing.assert_array_equal(c.grad, np.arange(3.0) + 2.0)
+
+
+def test_an_adopted_gradient_is_never_shared_between_parents():
+    """``add`` hands its cotangent to both inputs: each leaf gets its own array."""
+    a, b = leaf(4), leaf(4)
+    y = F.gelu_tanh(a * 1.0)  # gelu's VJP result is fresh and flows to the add's inputs
+    (y + b).sum().backward()
+    assert not np.shares_memory(a.grad, b.grad)
+
+
 def test_float32_root_with_float64_grad_is_cast():
     x = leaf(3, dtype=np.float32)
     y = x * 2

@@ -163,3 +163,65 @@ def test_fused_ops_read_integer_input_as_float64(name):
     want = _fused(name, x.astype(np.float64), None, None)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got.data, want.data)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("flops", [0.0, 1e12])
+def test_for_each_part_covers_every_index_once(threads, n, n_threads, flops):
+    threads(n_threads)
+    seen = np.zeros(n, dtype=np.int64)
+    lock = threading.Lock()
+
+    def kernel(lo, hi):
+        with lock:
+            seen[lo:hi] += 1
+
+    blocks.for_each_part(kernel, n, flops)
+    np.testing.assert_array_equal(seen, np.ones(n, dtype=np.int64))
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_one_blas_thread_limits_inside_and_restores_after(threads):
+    pytest.importorskip("threadpoolctl")
+    before = _blas_threads()
+    with blocks.one_blas_thread():
+        assert all(n == 1 for n in _blas_threads())
+        with blocks.one_blas_thread():  # re-entrant
+            assert all(n == 1 for n in _blas_threads())
+        assert all(n == 1 for n in _blas_threads())
+    assert _blas_threads() == before
+    with pytest.raises(RuntimeError):  # restored on an exception too
+        with blocks.one_blas_thread():
+            raise RuntimeError
+    assert _blas_threads() == before
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype):
+    """Large ``linear`` products are cut along output rows/columns, never along a sum."""
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((9, 131, 96)).astype(dtype)
+    w0 = rng.standard_normal((96, 200)).astype(dtype)
+    b0 = rng.standard_normal(200).astype(dtype)
+    assert 2 * 9 * 131 * 96 * 200 > blocks.PARALLEL_FLOPS
+    cot = rng.standard_normal((9, 131, 200)).astype(dtype)
+    results = []
+    for n in (1, 2, 3):
+        threads(n)
+        x, w, b = (mg.Tensor(a.copy(), requires_grad=True) for a in (x0, w0, b0))
+        y = F.linear(x, w, b)
+        y.backward(cot)
+        results.append([y.data, x.grad, w.grad, b.grad])
+    for other in results[1:]:
+        for a, c in zip(results[0], other):
+            np.testing.assert_array_equal(a, c)
+    x64, w64, c64 = (a.astype(np.float64) for a in (x0, w0, cot))
+    tol = dict(rtol=1e-4, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(results[0][0], x64 @ w64 + b0, **tol)
+    np.testing.assert_allclose(results[0][1], c64 @ w64.T, **tol)
+    np.testing.assert_allclose(results[0][2], x64.reshape(-1, 96).T @ c64.reshape(-1, 200), **tol)
