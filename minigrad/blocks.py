@@ -24,11 +24,12 @@ __all__ = ["for_each_block", "for_each_part", "one_blas_thread", "set_num_thread
 #: kernel's temporaries stay in L2. Measured on the training-step benchmark: 64K beat 8K and
 #: 16K (call overhead) and whole arrays (cache misses, page faults) on configs B-D.
 BLOCK_ELEMENTS = 1 << 16
-#: Below this many elements a single thread wins (handing work to a thread costs ~10 µs).
-PARALLEL_ELEMENTS = 1 << 17
+#: Below this many elements a single thread wins: each NumPy call in a worker costs a GIL
+#: hand-off (tens of µs on a VM), which arrays of config B's size (139K-278K elements) did
+#: not earn back. Measured interleaved on B, C and D: 2^19 beat 2^17 and 2^21.
+PARALLEL_ELEMENTS = 1 << 19
 #: Arrays that run in parallel are cut into a multiple of this many blocks (of at most
-#: BLOCK_ELEMENTS): with one 64K block more than the threads can share evenly, a 139K-element
-#: array (config B's activations) ran 2:1 on two threads.
+#: BLOCK_ELEMENTS), so that 2 or 4 threads get equal shares: 5 blocks would run 3:2.
 BALANCE = 4
 #: The pool's size; ``set_num_threads`` only changes how many of its threads get work.
 MAX_THREADS = 8
