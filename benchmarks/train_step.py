@@ -35,7 +35,7 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor  # noqa: E402
+from minigrad import F, Tensor, blocks  # noqa: E402
 from vit import manual  # noqa: E402
 from vit.model import TinyViT  # noqa: E402
 
@@ -237,7 +237,8 @@ def machine_line() -> str:
                            if i.get("user_api") == "blas") or "?"
     line = (f"{datetime.datetime.now():%Y-%m-%d %H:%M}  {cpu}, {os.cpu_count()} CPUs, "
             f"Python {platform.python_version()}, NumPy {np.__version__} "
-            f"({blas.get('name')} {blas.get('version')}, {threads} BLAS threads)")
+            f"({blas.get('name')} {blas.get('version')}, {threads} BLAS threads), "
+            f"minigrad {blocks.get_num_threads()} threads")
     if available("torch"):
         import torch
         line += f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
@@ -276,7 +277,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", metavar="IMPL", help="print a cProfile of IMPL's step instead")
     ap.add_argument("--keep-heap", action="store_true",
                     help="glibc mallopt: keep freed memory (no page faults for temporaries)")
-    ap.add_argument("--threads", type=int, help="BLAS and torch threads (default: the machine's)")
+    ap.add_argument("--threads", type=int,
+                    help="BLAS, torch and minigrad threads (default: the machine's)")
     args = ap.parse_args(argv)
     if args.threads:
         try:
@@ -285,6 +287,7 @@ def main(argv=None) -> int:
             ap.error("--threads needs threadpoolctl (or set OPENBLAS_NUM_THREADS and "
                      "OMP_NUM_THREADS before starting)")
         _limits.append(threadpool_limits(args.threads))
+        blocks.set_num_threads(args.threads)
         if available("torch"):
             import torch
             torch.set_num_threads(args.threads)
