@@ -325,3 +325,20 @@ def test_python_dash_m_vit(tmp_path):
     done = subprocess.run([sys.executable, "-m", "vit", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "gradcheck" in done.stdout
     json.dumps(TrainOptions().__dict__)  # the options are JSON, as the checkpoint stores them
+
+
+def test_ensemble_script_averages_runs(trained, capsys):
+    """scripts/ensemble.py: a run averaged with itself scores what it scores alone."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "scripts" / "ensemble.py"
+    spec = importlib.util.spec_from_file_location("ensemble_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(trained), str(trained)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    alone = lines[0].split("test accuracy ")[1].split("%")[0]
+    averaged = lines[2].split(": ")[1].split("%")[0]
+    assert alone == averaged
+    wrong = int(lines[0].split("(")[1].split(" of")[0])
+    assert lines[3].startswith(f"missed by every run: {wrong} images")
