@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from minigrad import F, Tensor, blocks  # noqa: E402
+from minigrad.heap import keep_heap  # noqa: E402
 from vit import manual  # noqa: E402
 from vit.model import TinyViT  # noqa: E402
 
@@ -206,20 +207,6 @@ def profile(step, top: int = 15, seconds: float = 3.0) -> None:
         where = f"{os.path.relpath(file) if file.startswith('/') else file}:{line}({fn})"
         print(f"{1e3 * tt / n:>11.3f} {100 * tt / total:>5.1f}% {1e3 * ct / n:>11.3f} "
               f"{nc / n:>10.0f}  {where}")
-
-
-def keep_heap() -> bool:
-    """glibc only: keep freed memory in the process (no heap trimming, no mmap below 32 MB),
-    so a step's temporaries reuse pages instead of faulting fresh ones in from the kernel."""
-    try:
-        import ctypes
-        import ctypes.util
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 * 2 ** 20)
-                    and libc.mallopt(M_TRIM_THRESHOLD, 2 ** 30))
-    except (OSError, AttributeError, TypeError):
-        return False
 
 
 def machine_line() -> str:

@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from minigrad.heap import keep_heap
+
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
 
 __all__ = ["main", "build_parser"]
@@ -299,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     prefix = f"vit {args.command}: error: "
+    keep_heap()  # a step's arrays reuse the process's pages instead of faulting in new ones
     try:
         with _blas_threads(args.threads):
             return args.func(args)

@@ -1,0 +1,48 @@
+"""minigrad.heap.keep_heap: glibc's malloc keeps freed memory; bad arguments are refused."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from minigrad.heap import keep_heap
+
+CHILD = """
+import resource, sys
+import numpy as np
+from minigrad.heap import keep_heap
+if sys.argv[1] == "keep":
+    assert keep_heap()
+def step():
+    arrays = [np.ones(300_000) for _ in range(20)]  # 2.4 MB each, all freed at the end
+    return sum(float(a[0]) for a in arrays)
+step()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    step()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20)
+"""
+
+
+def _faults_per_step(mode: str) -> float:
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return float(proc.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_keep_heap_stops_the_page_faults_of_repeated_steps():
+    fresh, kept = _faults_per_step("fresh"), _faults_per_step("keep")
+    assert fresh > 5000  # 20 arrays of 586 pages each, mapped afresh every step
+    assert kept < fresh / 20
+
+
+@pytest.mark.parametrize("kwargs", [dict(mmap_threshold=0), dict(trim_threshold=-1),
+                                    dict(mmap_threshold=2 ** 31), dict(trim_threshold=1.5),
+                                    dict(mmap_threshold=True)])
+def test_keep_heap_refuses_bad_sizes(kwargs):
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=f"keep_heap {name}"):
+        keep_heap(**kwargs)
