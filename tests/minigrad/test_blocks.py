@@ -228,3 +228,24 @@ def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype):
     np.testing.assert_allclose(results[0][0], x64 @ w64 + b0, **tol)
     np.testing.assert_allclose(results[0][1], c64 @ w64.T, **tol)
     np.testing.assert_allclose(results[0][2], x64.reshape(-1, 96).T @ c64.reshape(-1, 200), **tol)
+
+
+def test_linear_does_not_depend_on_the_blas_thread_count():
+    """OpenBLAS's own threading can change a product's last bits (here: a long summed axis);
+    minigrad's products run on one BLAS thread each, so its results do not change with it."""
+    from threadpoolctl import threadpool_limits
+    rng = np.random.default_rng(11)
+    x0 = rng.standard_normal((64, 3000)).astype(np.float32)
+    w0 = rng.standard_normal((3000, 96)).astype(np.float32)
+    cot = rng.standard_normal((64, 96)).astype(np.float32)
+    raw, ours = [], []
+    for n in (1, 2):
+        with threadpool_limits(n, user_api="blas"):
+            raw.append(x0 @ w0)
+            x, w = mg.Tensor(x0, requires_grad=True), mg.Tensor(w0, requires_grad=True)
+            y = F.linear(x, w)
+            y.backward(cot)
+            ours.append([y.data, x.grad, w.grad])
+    for a, b in zip(*ours):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(ours[0][0], raw[0], rtol=1e-4, atol=1e-3)
