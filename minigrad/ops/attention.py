@@ -20,9 +20,10 @@ from .nn import _row_max, _row_sum
 __all__ = ["self_attention", "attention_weights"]
 
 
-def _heads(a: np.ndarray, lo: int, hi: int, part: int, num_heads: int) -> np.ndarray:
-    """Rows lo:hi of the ``part``-th D-wide third of ``a`` (B, T, parts·D), as a
-    (hi-lo, H, T, d) view: head h is columns h·d:(h+1)·d of that third."""
+def _heads(a: np.ndarray, lo: int, hi: int, part: int | None, num_heads: int) -> np.ndarray:
+    """Rows lo:hi of the ``part``-th D-wide third of ``a`` (B, T, 3·D), or of all of ``a``
+    (B, T, D) when ``part`` is None, as a (hi-lo, H, T, d) view: head h is columns
+    h·d:(h+1)·d of that third."""
     B, T, width = a.shape
     D = width if part is None else width // 3
     cols = a[lo:hi] if part is None else a[lo:hi, :, part * D:(part + 1) * D]
