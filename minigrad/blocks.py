@@ -3,9 +3,10 @@
 The fused ops (softmax, layer_norm, gelu_tanh) make several elementwise passes over their
 data. Done over whole arrays, each pass streams the array through memory; done block by
 block, the passes after the first hit a block that is still in cache. NumPy releases the GIL
-inside its loops, so blocks handed to a few threads run in parallel. The blocks depend only
-on the array's shape, never on the thread count, so results are bit-identical whatever
-the number of threads.
+inside its loops, so blocks handed to a few threads run in parallel. Large matrix products
+are cut into parts the same way. Blocks and parts depend only on the array's shape, never on
+the thread count, so results are bit-identical whatever the number of threads (BLAS itself
+can return different last bits for a row depending on which rows share its call).
 """
 from __future__ import annotations
 
@@ -74,11 +75,15 @@ def _get_pool() -> ThreadPoolExecutor:
 
 
 def _forget_pool_after_fork() -> None:
-    """A forked child inherits the pool object but not its threads: start afresh."""
+    """A forked child inherits the pool object but not its threads: start afresh. If the
+    fork happened inside ``one_blas_thread`` (in another thread), give BLAS its threads back:
+    no one in the child will leave that block."""
     global _pool, _lock, _blas_lock, _blas_users
     _pool = None
     _lock = threading.Lock()
     _blas_lock = threading.Lock()
+    if _blas_users:
+        _restore(_blas_saved)
     _blas_users = 0
 
 
@@ -101,10 +106,9 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
         return
     if rows * cols < PARALLEL_ELEMENTS:
         step = max(1, BLOCK_ELEMENTS // max(cols, 1))
+        bounds = [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
     else:  # a multiple of BALANCE blocks, so that 2 or 4 threads get equal shares
-        blocks = BALANCE * -(-rows * cols // (BALANCE * BLOCK_ELEMENTS))
-        step = -(-rows // blocks)
-    bounds = [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
+        bounds = _even_parts(rows, BALANCE * -(-rows * cols // (BALANCE * BLOCK_ELEMENTS)))
     threads = min(_threads, len(bounds))
     if threads == 1 or rows * cols < PARALLEL_ELEMENTS:
         for lo, hi in bounds:
@@ -121,6 +125,12 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
                 kernel(lo, hi)
 
     _run_parallel(run, range(0, len(bounds), share))
+
+
+def _even_parts(n: int, parts: int) -> list[tuple[int, int]]:
+    """``range(n)`` cut into ``min(parts, n)`` consecutive ranges whose sizes differ by 1 at most."""
+    parts = max(1, min(parts, n))
+    return [(n * i // parts, n * (i + 1) // parts) for i in range(parts)]
 
 
 def _run_parallel(run: Callable[[int], None], firsts) -> None:
@@ -146,30 +156,43 @@ PARALLEL_FLOPS = 1 << 25
 BLAS_THREADED_FLOPS = 1 << 19
 
 
-def for_each_part(kernel: Callable[[int, int], None], n: int, flops: float) -> None:
-    """Call ``kernel(lo, hi)`` on ``get_num_threads()`` equal parts of ``range(n)``, one per
-    thread, when the work (``flops`` in all) is worth it; else ``kernel(0, n)`` once.
+#: A product large enough to split is cut into this many parts, whatever the thread count
+#: (so that 1, 2 or 4 threads give the same bits); each thread takes a run of them.
+PARTS = 4
 
-    For matrix products split along an output axis (never along a summed one, so that each
-    output element is one BLAS reduction, whatever the thread count): BLAS runs on one
-    thread inside each part, so the cores hold exactly one busy thread each.
+
+def for_each_part(kernel: Callable[[int, int], None], n: int, flops: float) -> None:
+    """Call ``kernel(lo, hi)`` on ranges covering ``range(n)``: ``PARTS`` equal parts, shared
+    by ``get_num_threads()`` threads, when the work (``flops`` in all) is worth splitting;
+    else ``kernel(0, n)`` once. The parts depend only on ``n`` and ``flops``.
+
+    For matrix products split along an output axis, never along a summed one. BLAS runs on
+    one thread inside every call large enough for it to start its own threads, so the cores
+    hold one busy thread each and no result depends on the BLAS thread count either.
     """
-    threads = min(_threads, n)
-    if threads <= 1 or flops < PARALLEL_FLOPS:
+    if flops < PARALLEL_FLOPS or n <= 1:
         if flops < BLAS_THREADED_FLOPS:
             kernel(0, n)
         else:
             with one_blas_thread():
                 kernel(0, n)
         return
+    bounds = _even_parts(n, PARTS)
+    threads = min(_threads, len(bounds))
+    if threads == 1:
+        with one_blas_thread():
+            for lo, hi in bounds:
+                kernel(lo, hi)
+        return
+    share = -(-len(bounds) // threads)
     errors = np.geterr()
-    step = -(-n // threads)
 
-    def run(lo: int) -> None:
+    def run(first: int) -> None:
         with np.errstate(**errors):
-            kernel(lo, min(lo + step, n))
+            for lo, hi in bounds[first:first + share]:
+                kernel(lo, hi)
 
-    _run_parallel(run, range(0, n, step))
+    _run_parallel(run, range(0, len(bounds), share))
 
 
 # ---- BLAS threads ---------------------------------------------------------------------
@@ -196,17 +219,23 @@ def _blas_controllers() -> list:
 
 
 class one_blas_thread:
-    """Context manager: BLAS uses one thread inside (re-entrant and thread-safe; the first
-    to enter saves the BLAS thread counts, the last to leave restores them)."""
+    """Context manager: BLAS uses one thread inside (re-entrant and thread-safe: the first to
+    enter saves the BLAS thread counts, the last to leave restores them, unless someone set
+    another count meanwhile)."""
 
     def __enter__(self) -> None:
         global _blas_users
         with _blas_lock:
             if _blas_users == 0:
-                _blas_saved[:] = [(lib, lib.num_threads) for lib in _blas_controllers()]
-                for lib, n in _blas_saved:
-                    if n != 1:
-                        lib.set_num_threads(1)
+                saved = [(lib, lib.num_threads) for lib in _blas_controllers()]
+                try:
+                    for lib, n in saved:
+                        if n != 1:
+                            lib.set_num_threads(1)
+                except BaseException:
+                    _restore(saved)
+                    raise
+                _blas_saved[:] = saved
             _blas_users += 1
 
     def __exit__(self, *exc: object) -> None:
@@ -214,6 +243,11 @@ class one_blas_thread:
         with _blas_lock:
             _blas_users -= 1
             if _blas_users == 0:
-                for lib, n in _blas_saved:
-                    if n != 1:
-                        lib.set_num_threads(n)
+                _restore(_blas_saved)
+
+
+def _restore(saved: list) -> None:
+    """Give each library back its saved thread count, if it still has the 1 we set."""
+    for lib, n in saved:
+        if n != 1 and lib.num_threads == 1:
+            lib.set_num_threads(n)

@@ -19,6 +19,11 @@ output's gradient ``g`` to that argument's gradient (a single function when only
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
 only when its argument is a Tensor that requires grad, sums its result back to the
 argument's shape if the forward broadcast it, and casts it to the argument's dtype.
+
+An array a VJP returns is handed over: when nothing else references it, the engine keeps it
+as the gradient (a leaf's ``.grad``) and adds later contributions into it in place. So a VJP
+must not write into an array it returned once (a buffer reused through a weak cache, say).
+Returning its cotangent, a saved array or a view is fine: those are copied before any write.
 """
 from __future__ import annotations
 

@@ -197,12 +197,16 @@ def _references(a: object) -> int:
     return sys.getrefcount(a)
 
 
-def _unique_references() -> int:
+def _references_seen_by_unshared(a: object) -> int:
+    return _references(a)  # the same call depth as in ``_unshared``
+
+
+def _calibrate() -> int:
     a = np.empty(0)  # held by this one local name, as a VJP's result is in ``backward``
-    return _references(a)
+    return _references_seen_by_unshared(a)
 
 
-_UNIQUE = _unique_references()
+_UNIQUE = _calibrate()
 
 
 def _unshared(a: object) -> bool:
@@ -210,9 +214,23 @@ def _unshared(a: object) -> bool:
     writeable, and the caller's name for it is its only reference (a VJP that returns its
     cotangent or a saved array, or keeps its result, leaves more). Such a VJP result becomes
     a gradient buffer as it is, so gradients accumulate into it in place and a leaf adopts
-    it as its ``.grad`` without a copy. (NumPy elides temporaries by the same test.)"""
-    return (type(a) is np.ndarray and a.base is None and a.flags.writeable
-            and _references(a) <= _UNIQUE + 1)
+    it as its ``.grad`` without a copy. (NumPy elides temporaries by the same test.) The
+    count a lone array shows is measured at import through the same calls, since it differs
+    between Python versions."""
+    return (_ADOPT and type(a) is np.ndarray and a.base is None and a.flags.writeable
+            and _references(a) <= _UNIQUE)
+
+
+def _adoption_works() -> bool:
+    """Import-time self-test of the count: a lone array passes, a shared one does not."""
+    lone = np.empty(1)
+    shared = np.empty(1)
+    keep = [shared]  # noqa: F841 - the second reference
+    return _unshared(lone) and not _unshared(shared)
+
+
+_ADOPT = True
+_ADOPT = _adoption_works()
 
 
 def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:

@@ -9,8 +9,8 @@ benchmark's models in a fresh process: 2,400-5,100 faults per step, and a step 2
 (B 14.7 ms -> 10.1 ms, C 31.1 -> 21.9, D 58.7 -> 46.4) than with :func:`keep_heap`.
 
 This changes malloc for the whole process, so minigrad never does it on import: a program
-(``python -m vit train`` does) calls it once at start-up. The cost is that the process keeps
-its peak memory instead of returning it to the system between steps.
+calls it once, at start-up (the ``vit`` command does, in ``vit.cli.main``). The cost is that
+the process keeps its peak memory instead of returning it to the system between steps.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def keep_heap(mmap_threshold: int = 32 << 20, trim_threshold: int = 1 << 30) -> 
     """glibc only: serve blocks below ``mmap_threshold`` bytes from the heap and keep up to
     ``trim_threshold`` bytes of free heap instead of returning it to the kernel.
 
-    Returns True when glibc accepted both settings, False where there is no ``mallopt``
-    (another C library, another OS): then nothing changed.
+    Returns True when glibc accepted both settings; False where there is no ``mallopt``
+    (another C library, another OS: nothing changed) or when it refused one of them.
     """
     for name, value in (("mmap_threshold", mmap_threshold), ("trim_threshold", trim_threshold)):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2 ** 31:

@@ -1,6 +1,8 @@
 """Matrix products."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..blocks import for_each_part
@@ -80,8 +82,8 @@ def linear(x, weight, bias=None):
     if bias is not None and np.shape(bias) != (n,):
         raise ValueError(f"linear bias: got shape {np.shape(bias)}; expected ({n},)")
     x_shape = np.shape(x)
-    x2 = np.reshape(x, (-1, k))  # kept for the weight's gradient (a copy only if x was strided)
-    rows = x2.shape[0]
+    rows = math.prod(x_shape[:-1])
+    x2 = np.reshape(x, (rows, k))  # kept for the weight's gradient (a copy only if x was strided)
     flops = 2.0 * rows * k * n
     out = _product(x2, weight, rows, flops)
     if bias is not None:
@@ -89,17 +91,17 @@ def linear(x, weight, bias=None):
 
     def vjp_x(g):
         gx = np.empty(x_shape, dtype=np.result_type(g, weight))
-        _product(g.reshape(-1, n), weight.T, rows, flops, out=gx.reshape(-1, k))
+        _product(g.reshape(rows, n), weight.T, rows, flops, out=gx.reshape(rows, k))
         return gx
 
     def vjp_w(g):
-        g2 = g.reshape(-1, n)
+        g2 = g.reshape(rows, n)
         gw = np.empty((k, n), dtype=np.result_type(x2, g2))
         for_each_part(lambda lo, hi: np.matmul(x2[:, lo:hi].T, g2, out=gw[lo:hi]), k, flops)
         return gw
 
     return out.reshape(x_shape[:-1] + (n,)), (
-        vjp_x, vjp_w, lambda g: np.add.reduce(g.reshape(-1, n), axis=0))
+        vjp_x, vjp_w, lambda g: np.add.reduce(g.reshape(rows, n), axis=0))
 
 
 def _product(a, b, rows, flops, out=None):

@@ -205,17 +205,22 @@ def test_one_blas_thread_limits_inside_and_restores_after(threads):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype):
-    """Large ``linear`` products are cut along output rows/columns, never along a sum."""
+@pytest.mark.parametrize("x_shape,n", [((9, 131, 96), 200), ((200, 1000), 300), ((9, 1500), 1500)])
+def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype, x_shape, n):
+    """Large ``linear`` products are cut along output rows/columns, never along a sum, at
+    places that depend on the shape only: BLAS can give a row different last bits depending
+    on which rows share its call (the long summed axes here showed it when the cut depended
+    on the thread count)."""
     rng = np.random.default_rng(3)
-    x0 = rng.standard_normal((9, 131, 96)).astype(dtype)
-    w0 = rng.standard_normal((96, 200)).astype(dtype)
-    b0 = rng.standard_normal(200).astype(dtype)
-    assert 2 * 9 * 131 * 96 * 200 > blocks.PARALLEL_FLOPS
-    cot = rng.standard_normal((9, 131, 200)).astype(dtype)
+    k = x_shape[-1]
+    x0 = rng.standard_normal(x_shape).astype(dtype)
+    w0 = rng.standard_normal((k, n)).astype(dtype)
+    b0 = rng.standard_normal(n).astype(dtype)
+    assert 2 * np.prod(x_shape) * n > blocks.PARALLEL_FLOPS
+    cot = rng.standard_normal(x_shape[:-1] + (n,)).astype(dtype)
     results = []
-    for n in (1, 2, 3):
-        threads(n)
+    for t in (1, 2, 3, 4):
+        threads(t)
         x, w, b = (mg.Tensor(a.copy(), requires_grad=True) for a in (x0, w0, b0))
         y = F.linear(x, w, b)
         y.backward(cot)
@@ -224,10 +229,10 @@ def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype):
         for a, c in zip(results[0], other):
             np.testing.assert_array_equal(a, c)
     x64, w64, c64 = (a.astype(np.float64) for a in (x0, w0, cot))
-    tol = dict(rtol=1e-4, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    tol = dict(rtol=1e-3, atol=1e-2) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-10)
     np.testing.assert_allclose(results[0][0], x64 @ w64 + b0, **tol)
     np.testing.assert_allclose(results[0][1], c64 @ w64.T, **tol)
-    np.testing.assert_allclose(results[0][2], x64.reshape(-1, 96).T @ c64.reshape(-1, 200), **tol)
+    np.testing.assert_allclose(results[0][2], x64.reshape(-1, k).T @ c64.reshape(-1, n), **tol)
 
 
 def test_linear_does_not_depend_on_the_blas_thread_count():

@@ -228,3 +228,32 @@ def test_non_array_argument_is_a_type_error(args):
     args[2] = args[2].tolist()
     with pytest.raises(TypeError, match="w_k"):
         vit_block(*args, H)
+
+
+@pytest.mark.parametrize("n,t,d,f,h", [(2, 5, 8, 12, 2), (3, 17, 12, 20, 3)])
+def test_vit_block_from_basic_ops_equals_the_fused_block_of_tinyvit(n, t, d, f, h):
+    """vit_block (the spec, line by line, in elementary ops) and vit.Block (the fused ops
+    TinyViT trains with) with identity LayerNorm affines and zero biases: same values and
+    gradients."""
+    from vit import Block
+    rng = np.random.default_rng(4)
+    x0 = rng.standard_normal((n, t, d))
+    w = [rng.standard_normal(s) / math.sqrt(s[0]) for s in [(d, d)] * 4 + [(d, f), (f, d)]]
+    cot = rng.standard_normal((n, t, d))
+    xs = Tensor(x0.copy(), requires_grad=True)
+    ws = [Tensor(a.copy(), requires_grad=True) for a in w]
+    vit_block(xs, *ws, h).backward(cot)
+    block = Block(d, h, f)
+    state = {"attn.qkv.weight": np.concatenate(w[:3], axis=1), "attn.proj.weight": w[3],
+             "mlp.fc1.weight": w[4], "mlp.fc2.weight": w[5]}
+    block.load_state_dict(state, strict=False)  # norms: gain 1, bias 0; biases 0 (as built)
+    xb = Tensor(x0.copy(), requires_grad=True)
+    yb = block(xb)
+    yb.backward(cot)
+    np.testing.assert_allclose(yb.data, vit_block(x0, *w, h), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(xb.grad, xs.grad, rtol=1e-11, atol=1e-12)
+    grads = {name: p.grad for name, p in block.named_parameters()}
+    for name, got in [("attn.qkv.weight", np.concatenate([t.grad for t in ws[:3]], axis=1)),
+                      ("attn.proj.weight", ws[3].grad), ("mlp.fc1.weight", ws[4].grad),
+                      ("mlp.fc2.weight", ws[5].grad)]:
+        np.testing.assert_allclose(grads[name], got, rtol=1e-11, atol=1e-12, err_msg=name)
