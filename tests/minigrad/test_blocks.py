@@ -254,3 +254,32 @@ def test_linear_does_not_depend_on_the_blas_thread_count():
     for a, b in zip(*ours):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(ours[0][0], raw[0], rtol=1e-4, atol=1e-3)
+
+
+def test_a_child_forked_inside_one_blas_thread_gets_its_blas_threads_back():
+    """Another thread holds the BLAS limit when the process forks; no one in the child will
+    leave that block, so the child must not stay on one BLAS thread for good."""
+    import os
+    before = _blas_threads()
+    if max(before, default=1) < 2:
+        pytest.skip("BLAS runs on one thread here: nothing to restore")
+    entered, release = threading.Event(), threading.Event()
+
+    def hold():
+        with blocks.one_blas_thread():
+            entered.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    entered.wait()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if _blas_threads() == before else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        holder.join()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert _blas_threads() == before

@@ -205,3 +205,18 @@ def test_tensor_arguments_by_keyword():
     F.sum(F.layer_norm(x, weight=w, bias=b) * F.layer_norm(x, w, b)).backward()
     assert w.grad is not None and b.grad is not None
     F.cross_entropy(x, target=mg.Tensor(np.array([0, 2])))
+
+
+def test_linear_with_empty_feature_axes():
+    """k = 0 gives zeros; n = 0 gives an empty output; the gradients keep their shapes."""
+    x, w = mg.Tensor(np.ones((3, 0)), requires_grad=True), mg.Tensor(np.ones((0, 4)),
+                                                                      requires_grad=True)
+    y = F.linear(x, w)
+    y.backward(np.ones((3, 4)))
+    assert np.array_equal(y.data, np.zeros((3, 4)))
+    assert x.grad.shape == (3, 0) and w.grad.shape == (0, 4)
+    x, w, b = (mg.Tensor(np.ones(s), requires_grad=True) for s in [(2, 3, 2), (2, 0), (0,)])
+    y = F.linear(x, w, b)
+    y.backward(np.ones((2, 3, 0)))
+    assert y.shape == (2, 3, 0)
+    assert np.array_equal(x.grad, np.zeros((2, 3, 2))) and w.grad.shape == (2, 0)
