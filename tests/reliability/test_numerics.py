@@ -176,3 +176,48 @@ def test_float16_input_to_vit_block():
         assert t.grad.dtype == np.float16 and np.all(np.isfinite(t.grad))
     big = vit_block((100 * x).astype(np.float16), *[w.astype(np.float16) for w in weights], 2)
     assert np.all(np.isfinite(big))  # LayerNorm first: large inputs do not overflow float16
+
+
+POISONED_STEPS = """
+import numpy as np
+from minigrad import F, Tensor
+from minigrad.heap import keep_heap
+from vit import TinyViT
+assert keep_heap()  # freed memory stays in the process, so np.empty hands it out again
+snan32 = np.array([0x7FA00001], dtype=np.uint32).view(np.float32)[0]
+snan64 = np.array([0x7FF4000000000001], dtype=np.uint64).view(np.float64)[0]
+
+def poison():  # fill, then free, blocks of the sizes a step allocates
+    junk = [np.full(n, v, dtype=v.dtype) for v in (snan32, snan64)
+            for n in (100, 1_000, 5_000, 20_000, 100_000, 400_000) for _ in range(4)]
+    del junk
+
+for cfg, batch in [(dict(num_classes=3), 3),
+                   (dict(patch_size=2, dim=64, num_heads=4, mlp_dim=128, num_classes=10), 128)]:
+    for dtype in (np.float32, np.float64):
+        for seed in range(3):
+            model = TinyViT(**cfg, dtype=dtype, seed=seed)
+            rng = np.random.default_rng(seed)
+            x = rng.standard_normal((batch, 1, 8, 8)).astype(dtype)
+            y = rng.integers(0, cfg["num_classes"], batch)
+            with np.errstate(all="raise"):
+                poison()
+                loss = F.cross_entropy(model(Tensor(x)), y)
+                poison()
+                loss.backward()
+            assert np.isfinite(loss.item())
+            for name, p in model.named_parameters():
+                assert np.isfinite(p.grad).all(), name
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_no_kernel_reads_memory_it_did_not_write():
+    """Freed memory full of signalling NaNs, handed out again by np.empty: a forward and
+    backward pass that read any element before writing it would raise (errstate 'raise') or
+    leave a non-finite gradient. In a child process, as it changes malloc's settings."""
+    import subprocess
+    proc = subprocess.run([sys.executable, "-c", POISONED_STEPS], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
