@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..blocks import for_each_part
+from ..blocks import BLAS_THREADED_FLOPS, for_each_part
 from ..defop import op
 
 __all__ = ["matmul", "linear"]
@@ -75,27 +75,34 @@ def linear(x, weight, bias=None):
     Every row goes through one GEMM, and the bias gradient is a column sum rather than the
     broadcast-undo of a separate add.
     """
-    if np.ndim(weight) != 2 or np.ndim(x) < 1 or np.shape(x)[-1] != np.shape(weight)[0]:
-        raise ValueError(f"linear: got x of shape {np.shape(x)} and weight of shape "
-                         f"{np.shape(weight)}; expected x (..., k) and weight (k, n)")
+    x, weight = np.asarray(x), np.asarray(weight)
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[0]:
+        raise ValueError(f"linear: got x of shape {x.shape} and weight of shape "
+                         f"{weight.shape}; expected x (..., k) and weight (k, n)")
     k, n = weight.shape
     if bias is not None and np.shape(bias) != (n,):
         raise ValueError(f"linear bias: got shape {np.shape(bias)}; expected ({n},)")
-    x_shape = np.shape(x)
+    x_shape = x.shape
     rows = math.prod(x_shape[:-1])
-    x2 = np.reshape(x, (rows, k))  # kept for the weight's gradient (a copy only if x was strided)
+    x2 = x.reshape(rows, k)  # kept for the weight's gradient (a copy only if x was strided)
     flops = 2.0 * rows * k * n
-    out = _product(x2, weight, rows, flops)
+    small = flops < BLAS_THREADED_FLOPS  # one plain product each: no splitting, no BLAS limit
+    out = x2 @ weight if small else _product(x2, weight, rows, flops)
     if bias is not None:
         out += bias  # out is this op's own array
 
     def vjp_x(g):
+        g2 = g.reshape(rows, n)
+        if small:
+            return (g2 @ weight.T).reshape(x_shape)
         gx = np.empty(x_shape, dtype=np.result_type(g, weight))
-        _product(g.reshape(rows, n), weight.T, rows, flops, out=gx.reshape(rows, k))
+        _product(g2, weight.T, rows, flops, out=gx.reshape(rows, k))
         return gx
 
     def vjp_w(g):
         g2 = g.reshape(rows, n)
+        if small:
+            return x2.T @ g2
         gw = np.empty((k, n), dtype=np.result_type(x2, g2))
         for_each_part(lambda lo, hi: np.matmul(x2[:, lo:hi].T, g2, out=gw[lo:hi]), k, flops)
         return gw
