@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import no_grad
+from .graph import Node, _toposort, no_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
@@ -142,6 +142,18 @@ def _prepare(inputs: Any) -> tuple[list, list]:
     return args, checked
 
 
+def _leaves(out: Tensor) -> list[Tensor]:
+    """The leaf tensors ``out``'s graph would give a gradient to."""
+    if out._node is None:
+        return []
+    found: dict[int, Tensor] = {}
+    for node in _toposort(out._node):
+        for parent, _ in node.edges:
+            if type(parent) is not Node:
+                found.setdefault(id(parent), parent)
+    return list(found.values())
+
+
 class _Check:
     """State of one gradcheck run: the float64 inputs, the cotangent, and fn's scalarization."""
 
@@ -180,7 +192,17 @@ class _Check:
         out = self.output()
         if not out.requires_grad:
             return out, [np.zeros_like(self.args[i].data) for i in self.checked]
-        out.backward(self.v if v is None else v, retain_graph=retain)
+        # Other leaves that fn reaches (a closure's parameters) would get .grad, or have theirs
+        # added into in place: clear them for the pass and give back what they held.
+        checked = {id(self.args[i]) for i in self.checked}
+        others = [(t, t.grad) for t in _leaves(out) if id(t) not in checked]
+        for t, _ in others:
+            t.grad = None
+        try:
+            out.backward(self.v if v is None else v, retain_graph=retain)
+        finally:
+            for t, grad in others:
+                t.grad = grad
         grads = [self.args[i].grad for i in self.checked]
         grads = [np.zeros_like(self.args[i].data) if g is None else g for g in grads]
         return out, grads
@@ -232,7 +254,8 @@ def gradcheck(fn: Callable[..., Tensor], inputs: Any, *, eps: float = 1e-6, atol
     ``inputs``: Tensors (those with ``requires_grad`` are checked; ``fn`` may also use them
     by closure, e.g. a model's parameters) or arrays (floating ones become checked float64
     Tensors; others are passed through). ``fn(*inputs)`` must return a Tensor of any shape.
-    Checked inputs are evaluated in float64 and restored afterwards, ``.grad`` included.
+    Checked inputs are evaluated in float64 and restored afterwards, ``.grad`` included;
+    other tensors ``fn`` reaches (by closure) keep their ``.grad`` as it was.
     Also checks that a zero cotangent gives zero gradients and that two backward passes
     give identical gradients. Raises :class:`GradcheckError` (an ``AssertionError``) with
     the per-input table, or returns the :class:`GradcheckReport` if ``raise_exception=False``.

@@ -11,6 +11,7 @@ to the input's shape, the one place where the engine undoes broadcasting for eve
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import threading
 import weakref
@@ -54,6 +55,8 @@ class _SetGradMode:
 
     def __call__(self, fn: Callable) -> Callable:
         enabled = self._enabled
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in_mode(fn, enabled)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -63,8 +66,35 @@ class _SetGradMode:
         return wrapper
 
 
+def _generator_in_mode(fn: Callable, enabled: bool) -> Callable:
+    """A generator function whose body runs in the given grad mode each time it resumes,
+    while the caller's code between two ``next`` calls keeps the caller's mode."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        resume, value = gen.send, None  # how to resume the inner generator next
+        while True:
+            try:
+                with _SetGradMode(enabled):
+                    produced = resume(value)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                resume, value = gen.send, (yield produced)
+            except GeneratorExit:
+                with _SetGradMode(enabled):
+                    gen.close()
+                raise
+            except BaseException as exc:  # thrown in by the caller: pass it on inside
+                resume, value = gen.throw, exc
+
+    return wrapper
+
+
 def no_grad(fn: Callable | None = None):
-    """``with no_grad():``, ``@no_grad()`` or ``@no_grad``: ops inside record nothing."""
+    """``with no_grad():``, ``@no_grad()`` or ``@no_grad``: ops inside record nothing (in a
+    decorated generator function: its body, whenever it runs, not the caller's loop)."""
     return _SetGradMode(False) if fn is None else _SetGradMode(False)(fn)
 
 

@@ -381,3 +381,48 @@ def test_the_graph_keeps_no_intermediate_result_that_no_vjp_saved():
     assert held < 2 * x.data.nbytes  # one result array (plus small change), not ten
     y.backward(np.ones(y.shape))
     np.testing.assert_array_equal(x.grad, np.ones(x.shape))
+
+
+def test_no_grad_on_a_generator_function_covers_its_body_not_the_caller():
+    x = leaf(3)
+    seen = []
+
+    @mg.no_grad()
+    def batches(n):
+        for i in range(n):
+            received = yield x * float(i)  # computed inside the generator: no graph
+            seen.append((received, mg.is_grad_enabled()))
+        return "finished"
+
+    gen = batches(3)
+    first = next(gen)
+    assert not first.requires_grad
+    assert mg.is_grad_enabled()  # the caller's code between resumptions records as usual
+    assert (x * 2.0).requires_grad
+    assert not gen.send("hello").requires_grad
+    with pytest.raises(StopIteration) as stop:
+        gen.send(None)
+        next(gen)
+    assert stop.value.value == "finished"
+    assert seen == [("hello", False), (None, False), (None, False)]
+
+
+def test_no_grad_generator_receives_thrown_exceptions_and_closes_in_its_mode():
+    log = []
+
+    @mg.no_grad
+    def gen():
+        try:
+            yield 1
+        except KeyError:
+            log.append(("caught", mg.is_grad_enabled()))
+            yield 2
+        finally:
+            log.append(("closed", mg.is_grad_enabled()))
+
+    g = gen()
+    assert next(g) == 1
+    assert g.throw(KeyError("k")) == 2
+    g.close()
+    assert log == [("caught", False), ("closed", False)]
+    assert mg.is_grad_enabled()

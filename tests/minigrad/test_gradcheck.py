@@ -261,3 +261,20 @@ def test_taylor_check_order_one_for_a_wrong_gradient():
 def test_taylor_check_linear_function_passes():
     rep = mg.taylor_check(lambda a: a * 3.0 + 1.0, [leaf(4)])
     assert rep.ok
+
+
+def test_tensors_reached_by_closure_keep_their_grad():
+    """A parameter fn uses without it being passed (a model's weight) is not an input: the
+    check's backward passes must leave its .grad as it was, array and contents."""
+    rng = np.random.default_rng(0)
+    w = mg.Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    held = rng.standard_normal((3, 2))
+    w.grad = held
+    before = held.copy()
+    report = mg.gradcheck(lambda x: F.tanh(x @ w), [rng.standard_normal((4, 3))])
+    assert report.ok
+    assert w.grad is held
+    np.testing.assert_array_equal(held, before)
+    fresh = mg.Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    mg.gradcheck(lambda x: F.tanh(x @ fresh), [rng.standard_normal((4, 3))], fast=True)
+    assert fresh.grad is None
