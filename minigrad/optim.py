@@ -66,8 +66,15 @@ def _check_keys(owner: str, state: Mapping[str, Any], expected: set) -> None:
 class Optimizer:
     """Base class: holds the parameters, ``lr``, the step count and per-parameter state.
 
+    ``params`` is an iterable of Tensors, or of parameter groups as in PyTorch: dicts with a
+    ``"params"`` list and any hyperparameters that differ from the constructor's, e.g.
+    ``AdamW([{"params": weights}, {"params": norms_and_biases, "weight_decay": 0.0}], lr=...)``.
+    Every group follows the one learning rate ``optimizer.lr`` (the one a schedule sets), so
+    a group cannot set its own ``lr``. ``param_groups`` lists the groups with their values.
+
     Subclasses name their hyperparameters (saved in ``state_dict``) and per-parameter
-    state, and implement ``_update(param, grad, state, lr)`` on plain arrays.
+    state, check a hyperparameter's value in ``_checked(name, value)``, and implement
+    ``_update(param, grad, state, lr, group)`` on plain arrays.
     """
 
     _hyperparameters: tuple[str, ...] = ("lr",)
@@ -76,7 +83,7 @@ class Optimizer:
     #: per-parameter integer counters
     _counter_names: tuple[str, ...] = ()
 
-    def __init__(self, params: Iterable[Tensor], lr: float) -> None:
+    def __init__(self, params: Iterable[Tensor] | Iterable[dict], lr: float) -> None:
         if isinstance(params, Tensor):
             raise TypeError("params: got a single Tensor; expected an iterable of Tensors "
                             "(e.g. [t] or model.parameters())")
@@ -87,24 +94,67 @@ class Optimizer:
                             "Tensors (e.g. model.parameters())") from None
         if not params:
             raise ValueError("params: got an empty list; expected at least one parameter")
-        seen: set[int] = set()
-        for i, p in enumerate(params):
-            if not isinstance(p, Tensor):
-                raise TypeError(f"params[{i}]: got {type(p).__name__}; expected a Tensor")
-            if not p.requires_grad:
-                raise ValueError(f"params[{i}]: got a tensor of shape {p.shape} that does not "
-                                 "require grad; expected requires_grad=True (a Parameter)")
-            if not p.is_leaf:
-                raise ValueError(f"params[{i}]: got the result of op '{p.op}'; expected a leaf "
-                                 "tensor (a Parameter), the only kind backward() fills .grad of")
-            if id(p) in seen:
-                raise ValueError(f"params[{i}]: the same tensor appears twice; each parameter "
-                                 "must be listed once (it would be updated twice per step)")
-            seen.add(id(p))
-        self.params: list[Tensor] = params
+        groups = params if all(isinstance(g, dict) for g in params) else [{"params": params}]
+        self._group_specs = groups  # checked in _set_groups, once the defaults exist
+        self.params: list[Tensor] = []
         self.lr = _real("lr", lr)
         self.step_count = 0
-        self.state: list[dict[str, Any]] = [{} for _ in params]
+
+    def _set_groups(self) -> None:
+        """Check the parameters and each group's overrides (subclass __init__ calls this
+        after setting the defaults)."""
+        names = [n for n in self._hyperparameters if n != "lr"]
+        self.param_groups: list[dict[str, Any]] = []
+        seen: set[int] = set()
+        for g, spec in enumerate(self._group_specs):
+            if not isinstance(spec, dict) or "params" not in spec:
+                raise TypeError(f"params[{g}]: got {type(spec).__name__}; expected a Tensor or a "
+                                "group dict with a 'params' list")
+            unknown = sorted(set(spec) - {"params", *names})
+            if "lr" in spec:
+                raise ValueError(f"params[{g}] lr: every group follows optimizer.lr (which a "
+                                 "schedule sets); set weight_decay and the like per group")
+            if unknown:
+                raise ValueError(f"params[{g}]: unknown keys {unknown}; expected 'params' and "
+                                 f"any of {names}")
+            members = spec["params"]
+            if isinstance(members, Tensor):
+                members = [members]
+            try:
+                members = list(members)
+            except TypeError:
+                raise TypeError(f"params[{g}]['params']: got {type(members).__name__}; expected "
+                                "an iterable of Tensors") from None
+            group: dict[str, Any] = {"params": members}
+            for name in names:
+                group[name] = self._checked(name, spec[name]) if name in spec \
+                    else getattr(self, name)
+            self.param_groups.append(group)
+            for p in members:
+                i = len(self.params)
+                if not isinstance(p, Tensor):
+                    raise TypeError(f"params[{i}]: got {type(p).__name__}; expected a Tensor")
+                if not p.requires_grad:
+                    raise ValueError(f"params[{i}]: got a tensor of shape {p.shape} that does "
+                                     "not require grad; expected requires_grad=True (a Parameter)")
+                if not p.is_leaf:
+                    raise ValueError(f"params[{i}]: got the result of op '{p.op}'; expected a "
+                                     "leaf tensor (a Parameter), the only kind backward() fills "
+                                     ".grad of")
+                if id(p) in seen:
+                    raise ValueError(f"params[{i}]: the same tensor appears twice; each parameter "
+                                     "must be listed once (it would be updated twice per step)")
+                seen.add(id(p))
+                self.params.append(p)
+        if not self.params:
+            raise ValueError("params: got no parameter in any group; expected at least one")
+        self.state: list[dict[str, Any]] = [{} for _ in self.params]
+        self._group_of = [group for group in self.param_groups for _ in group["params"]]
+        del self._group_specs
+
+    def _checked(self, name: str, value: Any) -> Any:
+        """``value`` checked as hyperparameter ``name`` (a group's override)."""
+        return _real(name, value)
 
     def zero_grad(self) -> None:
         """Set every parameter's ``.grad`` to None."""
@@ -116,7 +166,7 @@ class Optimizer:
         checked first: a bad one raises before any parameter moves."""
         lr = _real("lr", self.lr)
         work = []
-        for p, state in zip(self.params, self.state):
+        for p, state, group in zip(self.params, self.state, self._group_of):
             grad = p.grad
             if grad is None:
                 continue
@@ -126,22 +176,29 @@ class Optimizer:
             if grad.dtype.kind not in "biuf":
                 raise TypeError(f"step: a gradient of dtype {grad.dtype} for a parameter of "
                                 f"dtype {p.data.dtype}; expected real numbers")
-            work.append((p, grad, state))
+            work.append((p, grad, state, group))
         self.step_count += 1
-        for p, grad, state in work:
-            self._update(p.data, grad.astype(p.data.dtype, copy=False), state, lr)
+        for p, grad, state, group in work:
+            self._update(p.data, grad.astype(p.data.dtype, copy=False), state, lr, group)
 
-    def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float) -> None:
+    def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
+                group: dict) -> None:
         raise NotImplementedError
 
     # ---- checkpoints ------------------------------------------------------------------
     def state_dict(self) -> dict[str, np.ndarray]:
         """Flat copy of the state: ``num_params``, ``step_count``, each hyperparameter, and
         ``state.<i>.<name>`` for parameter i's buffers and counters (absent until its first
-        update)."""
+        update); ``num_groups``, ``group.<g>.size`` and each group's hyperparameters
+        ``group.<g>.<name>`` (all but lr)."""
         out = {"num_params": np.array(len(self.params)), "step_count": np.array(self.step_count)}
         for name in self._hyperparameters:
             out[name] = np.array(getattr(self, name))
+        out["num_groups"] = np.array(len(self.param_groups))
+        for g, group in enumerate(self.param_groups):
+            out[f"group.{g}.size"] = np.array(len(group["params"]))
+            for name in self._group_names():
+                out[f"group.{g}.{name}"] = np.array(group[name])
         for i, state in enumerate(self.state):
             for name, value in state.items():
                 out[f"state.{i}.{name}"] = np.array(value, copy=True)
@@ -159,6 +216,15 @@ class Optimizer:
         per_param = set(self._buffer_names) | set(self._counter_names)
         states: list[dict[str, Any]] = [{} for _ in self.params]
         expected = {"num_params", "step_count", *self._hyperparameters}
+        grouped = "num_groups" in state  # states written before groups existed have none
+        if grouped:
+            if int(np.asarray(state["num_groups"])) != len(self.param_groups):
+                raise ValueError(f"{owner}.load_state_dict: num_groups got "
+                                 f"{int(np.asarray(state['num_groups']))}; expected "
+                                 f"{len(self.param_groups)}")
+            expected.add("num_groups")
+            expected.update(f"group.{g}.{name}" for g in range(len(self.param_groups))
+                            for name in ("size", *self._group_names()))
         for key in state:
             index, dot, name = key.removeprefix("state.").partition(".")
             if key.startswith("state.") and dot and name in per_param and index.isdigit() \
@@ -188,10 +254,26 @@ class Optimizer:
                     entries[name] = int(entries[name])
         hyper = {name: self._hyperparameter_from_array(name, np.asarray(state[name]))
                  for name in self._hyperparameters}
+        groups = [{name: hyper[name] for name in self._group_names()}
+                  for _ in self.param_groups]
+        if grouped:
+            for g, (group, values) in enumerate(zip(self.param_groups, groups)):
+                size = int(state[f"group.{g}.size"])
+                if size != len(group["params"]):
+                    raise ValueError(f"{owner}.load_state_dict: group.{g}.size got {size}; "
+                                     f"expected {len(group['params'])}")
+                for name in values:
+                    raw = np.asarray(state[f"group.{g}.{name}"])
+                    values[name] = self._checked(name, self._hyperparameter_from_array(name, raw))
         for name, value in hyper.items():
             setattr(self, name, value)
+        for group, values in zip(self.param_groups, groups):
+            group.update(values)
         self.step_count = int(state["step_count"])
         self.state = states
+
+    def _group_names(self) -> list[str]:
+        return [name for name in self._hyperparameters if name != "lr"]
 
     def _hyperparameter_from_array(self, name: str, value: np.ndarray) -> Any:
         current = getattr(self, name)
@@ -223,28 +305,41 @@ class SGD(Optimizer):
                  dampening: float = 0.0, weight_decay: float = 0.0,
                  nesterov: bool = False) -> None:
         super().__init__(params, lr)
-        self.momentum = _real("momentum", momentum)
-        self.dampening = _real("dampening", dampening, high=1.0, high_open=False)
-        self.weight_decay = _real("weight_decay", weight_decay)
-        self.nesterov = bool(nesterov)
-        if self.nesterov and (self.momentum == 0 or self.dampening != 0):
-            raise ValueError(f"nesterov=True: got momentum={self.momentum}, dampening="
-                             f"{self.dampening}; expected momentum > 0 and dampening = 0")
+        self.momentum = self._checked("momentum", momentum)
+        self.dampening = self._checked("dampening", dampening)
+        self.weight_decay = self._checked("weight_decay", weight_decay)
+        self.nesterov = self._checked("nesterov", nesterov)
+        self._set_groups()
+        for g, group in enumerate(self.param_groups):
+            if group["nesterov"] and (group["momentum"] == 0 or group["dampening"] != 0):
+                where = "nesterov=True" if len(self.param_groups) == 1 else \
+                    f"param group {g} nesterov=True"
+                raise ValueError(f"{where}: got momentum={group['momentum']}, dampening="
+                                 f"{group['dampening']}; expected momentum > 0 and dampening = 0")
 
-    def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float) -> None:
+    def _checked(self, name: str, value: Any) -> Any:
+        if name == "nesterov":
+            return bool(value)
+        if name == "dampening":
+            return _real(name, value, high=1.0, high_open=False)
+        return _real(name, value)
+
+    def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
+                group: dict) -> None:
         direction = grad  # an alias of p.grad: only ever replaced, never written into
-        if self.weight_decay != 0:
-            direction = param * self.weight_decay
+        if group["weight_decay"] != 0:
+            direction = param * group["weight_decay"]
             direction += grad
-        mu = self.momentum
+        mu = group["momentum"]
         if mu != 0:
+            dampening = group["dampening"]
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = direction.copy()
             else:
                 buf *= mu
-                buf += direction if self.dampening == 0 else (1.0 - self.dampening) * direction
-            direction = direction + mu * buf if self.nesterov else buf
+                buf += direction if dampening == 0 else (1.0 - dampening) * direction
+            direction = direction + mu * buf if group["nesterov"] else buf
         param -= lr * direction
 
 
@@ -267,14 +362,22 @@ class AdamW(Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2) -> None:
         super().__init__(params, lr)
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"betas: got {betas!r}; expected a pair (beta1, beta2)")
-        self.betas = (_real("betas[0]", betas[0], high=1.0), _real("betas[1]", betas[1], high=1.0))
-        self.eps = _real("eps", eps)
-        self.weight_decay = _real("weight_decay", weight_decay)
+        self.betas = self._checked("betas", betas)
+        self.eps = self._checked("eps", eps)
+        self.weight_decay = self._checked("weight_decay", weight_decay)
+        self._set_groups()
 
-    def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float) -> None:
-        beta1, beta2 = self.betas
+    def _checked(self, name: str, value: Any) -> Any:
+        if name == "betas":
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise ValueError(f"betas: got {value!r}; expected a pair (beta1, beta2)")
+            return (_real("betas[0]", value[0], high=1.0), _real("betas[1]", value[1], high=1.0))
+        return _real(name, value)
+
+    def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
+                group: dict) -> None:
+        beta1, beta2 = group["betas"]
+        weight_decay, eps = group["weight_decay"], group["eps"]
         if not state:
             state["step"] = 0
             state["exp_avg"] = np.zeros_like(param)
@@ -282,8 +385,8 @@ class AdamW(Optimizer):
         state["step"] += 1
         t = state["step"]
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        if self.weight_decay != 0:
-            param *= 1.0 - lr * self.weight_decay
+        if weight_decay != 0:
+            param *= 1.0 - lr * weight_decay
         # One scratch array serves every temporary of this update.
         scratch = np.multiply(grad, 1.0 - beta1)
         m *= beta1
@@ -294,7 +397,7 @@ class AdamW(Optimizer):
         v += scratch
         np.sqrt(v, out=scratch)
         scratch /= math.sqrt(1.0 - beta2 ** t)
-        scratch += self.eps
+        scratch += eps
         np.divide(m, scratch, out=scratch)
         scratch *= lr / (1.0 - beta1 ** t)
         param -= scratch

@@ -34,7 +34,7 @@ from .losses import mixup, one_hot
 from .model import TinyViT
 
 __all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
-           "build_model", "decay_groups", "TwoGroupAdamW", "build_optimizer", "evaluate",
+           "build_model", "decay_groups", "build_optimizer", "evaluate",
            "train", "read_metrics"]
 
 CHECKPOINT = "checkpoint.npz"
@@ -128,46 +128,6 @@ def decay_groups(model: TinyViT) -> tuple[list, list]:
     return decay, no_decay
 
 
-class TwoGroupAdamW:
-    """Two :class:`AdamW` instances run as one optimizer: ``decay`` with the weight decay and
-    ``no_decay`` without. The schedule drives ``decay.lr`` (build it on :attr:`decay`);
-    ``step()`` gives ``no_decay`` the same lr first, so both follow one schedule. The
-    state_dict is the two optimizers' with ``decay.`` / ``no_decay.`` prefixes."""
-
-    def __init__(self, decay: list, no_decay: list, lr: float, weight_decay: float) -> None:
-        self.decay = AdamW(decay, lr=lr, weight_decay=weight_decay)
-        self.no_decay = AdamW(no_decay, lr=lr, weight_decay=0.0)
-
-    @property
-    def lr(self) -> float:
-        return self.decay.lr
-
-    def zero_grad(self) -> None:
-        self.decay.zero_grad()
-        self.no_decay.zero_grad()
-
-    def step(self) -> None:
-        self.no_decay.lr = self.decay.lr
-        self.decay.step()
-        self.no_decay.step()
-
-    def state_dict(self) -> dict[str, np.ndarray]:
-        return {**{f"decay.{k}": v for k, v in self.decay.state_dict().items()},
-                **{f"no_decay.{k}": v for k, v in self.no_decay.state_dict().items()}}
-
-    def load_state_dict(self, state) -> None:
-        parts: dict[str, dict] = {"decay": {}, "no_decay": {}}
-        for key, value in state.items():
-            group, _, rest = key.partition(".")
-            if group not in parts or not rest:
-                raise KeyError(f"TwoGroupAdamW.load_state_dict: unexpected key {key!r}; "
-                               "expected decay.* or no_decay.*")
-            parts[group][rest] = value
-        self.decay.load_state_dict(parts["decay"])
-        self.no_decay.load_state_dict(parts["no_decay"])
-        self.no_decay.lr = self.decay.lr
-
-
 def build_optimizer(options: TrainOptions, model: TinyViT, steps_per_epoch: int):
     """(optimizer, schedule) over ``options.epochs * steps_per_epoch`` steps. With ``probe``
     the optimizer only carries the scheduled lr for ``TinyViT.train_step``."""
@@ -179,16 +139,17 @@ def build_optimizer(options: TrainOptions, model: TinyViT, steps_per_epoch: int)
         optimizer = SGD(params, lr=o.lr, momentum=0.0 if o.probe else o.momentum,
                         weight_decay=0.0 if o.probe else o.weight_decay)
     elif o.no_decay_norm_bias:
-        optimizer = TwoGroupAdamW(*decay_groups(model), lr=o.lr, weight_decay=o.weight_decay)
+        decay, no_decay = decay_groups(model)
+        optimizer = AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}],
+                          lr=o.lr, weight_decay=o.weight_decay)
     else:
         optimizer = AdamW(params, lr=o.lr, weight_decay=o.weight_decay)
-    scheduled = optimizer.decay if isinstance(optimizer, TwoGroupAdamW) else optimizer
     total = o.epochs * steps_per_epoch
     warmup = min(int(round(o.warmup * total)), total - 1)
     if o.schedule == "onecycle":
-        schedule = OneCycle(scheduled, max_lr=o.lr, total_steps=total, pct_start=o.warmup)
+        schedule = OneCycle(optimizer, max_lr=o.lr, total_steps=total, pct_start=o.warmup)
     else:  # a cosine to lr itself is a constant lr after the warmup
-        schedule = WarmupCosine(scheduled, warmup_steps=warmup, total_steps=total,
+        schedule = WarmupCosine(optimizer, warmup_steps=warmup, total_steps=total,
                                 min_lr=o.lr if o.schedule == "constant" else 0.0)
     return optimizer, schedule
 
