@@ -75,30 +75,6 @@ def numpy_short(a, b):
     return step, lambda: (out["a"], out["b"])
 
 
-def minigrad_short(a, b):
-    ta = mg.Tensor(a, requires_grad=True)
-    tb = mg.Tensor(b, requires_grad=True)
-
-    def step():
-        ta.grad = None
-        tb.grad = None
-        (ta * tb).sum().backward()
-
-    return step, lambda: (ta.grad, tb.grad)
-
-
-def torch_short(a, b):
-    ta = torch.from_numpy(a.copy()).requires_grad_(True)
-    tb = torch.from_numpy(b.copy()).requires_grad_(True)
-
-    def step():
-        ta.grad = None
-        tb.grad = None
-        (ta * tb).sum().backward()
-
-    return step, lambda: (ta.grad.numpy(), tb.grad.numpy())
-
-
 def _chain_forward(a, b, tanh, exp):
     """The 10 elementwise ops; works on arrays and Tensors alike. Returns every intermediate."""
     t1 = a * b
@@ -144,31 +120,40 @@ def numpy_chain(a, b):
         return s
 
     return step, lambda: (out["a"], out["b"])
+def minigrad_case(loss):
+    """step() of a graph ``loss(a, b)`` on two minigrad leaves, and its gradients."""
+    def make(a, b):
+        ta = mg.Tensor(a, requires_grad=True)
+        tb = mg.Tensor(b, requires_grad=True)
+
+        def step():
+            ta.grad = None
+            tb.grad = None
+            loss(ta, tb).backward()
+
+        return step, lambda: (ta.grad, tb.grad)
+    return make
 
 
-def minigrad_chain(a, b):
-    ta = mg.Tensor(a, requires_grad=True)
-    tb = mg.Tensor(b, requires_grad=True)
+def torch_case(loss):
+    """The same with torch autograd."""
+    def make(a, b):
+        ta = torch.from_numpy(a.copy()).requires_grad_(True)
+        tb = torch.from_numpy(b.copy()).requires_grad_(True)
 
-    def step():
-        ta.grad = None
-        tb.grad = None
-        _chain_forward(ta, tb, F.tanh, F.exp)[-1].sum().backward()
+        def step():
+            ta.grad = None
+            tb.grad = None
+            loss(ta, tb).backward()
 
-    return step, lambda: (ta.grad, tb.grad)
+        return step, lambda: (ta.grad.numpy(), tb.grad.numpy())
+    return make
 
 
-def torch_chain(a, b):
-    ta = torch.from_numpy(a.copy()).requires_grad_(True)
-    tb = torch.from_numpy(b.copy()).requires_grad_(True)
-
-    def step():
-        ta.grad = None
-        tb.grad = None
-        _chain_forward(ta, tb, torch.tanh, torch.exp)[-1].sum().backward()
-
-    return step, lambda: (ta.grad.numpy(), tb.grad.numpy())
-
+minigrad_short = minigrad_case(lambda a, b: (a * b).sum())
+torch_short = torch_case(lambda a, b: (a * b).sum())
+minigrad_chain = minigrad_case(lambda a, b: _chain_forward(a, b, F.tanh, F.exp)[-1].sum())
+torch_chain = torch_case(lambda a, b: _chain_forward(a, b, torch.tanh, torch.exp)[-1].sum())
 
 FACTORIES = {
     "short": {"numpy": numpy_short, "minigrad": minigrad_short, "torch": torch_short},
