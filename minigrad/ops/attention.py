@@ -48,12 +48,15 @@ def _check(qkv: np.ndarray, num_heads, scale) -> float:
     return float(scale)
 
 
-def _softmax_rows(s: np.ndarray) -> None:
-    """Softmax over the last axis, in place, of a C-contiguous (..., T) array."""
-    rows = s.reshape(-1, s.shape[-1])
+def _weights(q: np.ndarray, k: np.ndarray, s: float, out: np.ndarray | None = None) -> np.ndarray:
+    """A = softmax(s · Q Kᵀ) over key positions, for (b, H, T, d) Q and K, into ``out``
+    (b, H, T, T), C-contiguous, or a new array."""
+    a = np.matmul(q * s, k.swapaxes(-1, -2), out=out)
+    rows = a.reshape(-1, a.shape[-1])
     rows -= _row_max(rows)
     np.exp(rows, out=rows)
     rows /= _row_sum(rows)
+    return a
 
 
 @op(arrays=1)
@@ -79,9 +82,7 @@ def self_attention(qkv, num_heads, scale=None):
 
     def forward(lo, hi):
         q, k, v = (_heads(qkv, lo, hi, part, H) for part in range(3))
-        a = weights[lo:hi]
-        np.matmul(q * s, k.swapaxes(-1, -2), out=a)
-        _softmax_rows(a)
+        a = _weights(q, k, s, out=weights[lo:hi])
         np.matmul(a, v, out=_heads(out, lo, hi, None, H))
 
     _run(forward, B, H, T, width // 3 // H)
@@ -128,6 +129,4 @@ def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = Non
     s = _check(qkv, num_heads, scale)
     B, T, _ = qkv.shape
     q, k, _ = (_heads(qkv, 0, B, part, num_heads) for part in range(3))
-    a = np.matmul(q * s, k.swapaxes(-1, -2))
-    _softmax_rows(a)
-    return a
+    return _weights(q, k, s)
