@@ -223,12 +223,8 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
             node.edges = None
 
 
-def _references(a: object) -> int:
-    return sys.getrefcount(a)
-
-
 def _references_seen_by_unshared(a: object) -> int:
-    return _references(a)  # the same call depth as in ``_unshared``
+    return sys.getrefcount(a)  # the same call depth as in ``_unshared``
 
 
 def _calibrate() -> int:
@@ -247,8 +243,8 @@ def _unshared(a: object) -> bool:
     it as its ``.grad`` without a copy. (NumPy elides temporaries by the same test.) The
     count a lone array shows is measured at import through the same calls, since it differs
     between Python versions."""
-    return (_ADOPT and type(a) is np.ndarray and a.base is None and a.flags.writeable
-            and _references(a) <= _UNIQUE)
+    return (_ADOPT and type(a) is np.ndarray and a.base is None
+            and sys.getrefcount(a) <= _UNIQUE and a.flags.writeable)
 
 
 def _adoption_works() -> bool:
