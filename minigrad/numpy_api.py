@@ -49,6 +49,7 @@ COMPARISONS: dict[np.ufunc, Callable] = {
 #: ``ufunc.reduce`` -> the reduction op.
 REDUCTIONS: dict[np.ufunc, Callable] = {np.add: ops.sum, np.maximum: ops.max, np.minimum: ops.min}
 
+_PLAIN = {Tensor, np.ndarray, float, int, bool, np.float64, np.float32, np.int64}
 _UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
                    "dtype": None, "signature": None}
 _WHY = {
@@ -128,6 +129,9 @@ def _shape(x: Any) -> tuple:
 # ---- ufuncs (NEP 13) ------------------------------------------------------------------
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """``Tensor.__array_ufunc__``: the op for ``ufunc`` (or ``ufunc.reduce``/``.outer``)."""
+    if method == "__call__" and not kwargs and ufunc in UFUNCS \
+            and all(type(x) in _PLAIN for x in inputs):  # ``ndarray <op> Tensor``: no checks
+        return UFUNCS[ufunc](*inputs)
     if any(not isinstance(x, (Tensor, np.ndarray, np.generic))
            and hasattr(type(x), "__array_ufunc__") for x in inputs + kwargs.get("out", ())):
         return NotImplemented  # another array type: let it (or NumPy's TypeError) answer

@@ -128,9 +128,11 @@ def _tensors(arrays):
             for x in arrays]
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("key, label, spelled, op, arrays", CASES, ids=[c[1] for c in CASES])
-def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays):
-    want = spelled(*arrays)
+def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
+    arrays = [x.astype(dtype) if x.dtype.kind == "f" else x for x in arrays]
+    want = spelled(*arrays)  # NumPy's value and dtype: a float32 graph stays float32
     ts = _tensors(arrays)
     out = spelled(*ts)
     assert isinstance(out, mg.Tensor), type(out)
@@ -141,7 +143,7 @@ def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays):
     refs = _tensors(arrays)
     ref = op(*refs)
     assert out.op == ref.op
-    g = RNG.standard_normal(out.shape)
+    g = RNG.standard_normal(out.shape).astype(dtype)
     out.backward(g)
     ref.backward(g)
     for t, r in zip(ts, refs):
@@ -413,3 +415,16 @@ def test_a_tensor_without_grad_converts_to_its_data_never_to_objects():
         y = mg.Tensor(x, requires_grad=True) * 2.0
     np.testing.assert_array_equal(np.asarray(y), x * 2.0)
     np.testing.assert_array_equal(np.asarray(mg.Tensor(x, requires_grad=True).detach()), x)
+
+
+def test_another_array_type_is_left_to_answer_for_itself():
+    class Other:  # a third-party array type with its own protocols
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            return "other ufunc"
+
+        def __array_function__(self, func, types, args, kwargs):
+            return "other function"
+
+    t = mg.Tensor(rn(3), requires_grad=True)
+    assert np.add(t, Other()) == "other ufunc"  # Tensor's method returned NotImplemented
+    assert np.concatenate([t, Other()]) == "other function"
