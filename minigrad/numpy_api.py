@@ -1,4 +1,4 @@
-"""NumPy's own functions on Tensors: NEP 13 (``__array_ufunc__``) and NEP 18 (``__array_function__``).
+"""NumPy's own functions on Tensors: NEP 13 (``__array_ufunc__``), NEP 18 (``__array_function__``).
 
 ``np.exp(np.sum(t * 2, axis=0))`` records ``sum`` and ``exp`` exactly as ``F.sum`` and
 ``F.exp`` would: the tables below map each NumPy callable to the op it means, with NumPy's
@@ -93,8 +93,9 @@ def not_differentiable(name: str, one_argument: bool = True, hint: str = "") -> 
 def _unsupported(name: str, arg: str, value: Any) -> TypeError:
     why = _WHY.get(arg, f"minigrad's op has no {arg}= option; call {name}(t.data, ...) for a "
                         "constant array")
-    shown = (type(value).__name__ if isinstance(value, (np.ndarray, Tensor))
-             else str(np.dtype(value)) if arg == "dtype" else repr(value))
+    shown = type(value).__name__ if isinstance(value, (np.ndarray, Tensor)) else repr(value)
+    if arg == "dtype" and isinstance(value, type) and issubclass(value, np.generic):
+        shown = f"np.{value.__name__}"
     return TypeError(f"{name}: {arg}={shown} is not supported on Tensors; {why}")
 
 
@@ -110,11 +111,18 @@ def _no_out(name: str, out: Any) -> None:
 def _options(name: str, out: Any = None, where: Any = True, **given: Any) -> None:
     """Refuse ``out=`` into an array, ``where=`` masks and every option given as not None."""
     _no_out(name, out)
-    if where is not True:
+    if not _is(where, True):
         raise _unsupported(name, "where", where)
     for arg, value in given.items():
         if value is not None:
             raise _unsupported(name, arg, value)
+
+
+def _is(value: Any, default: Any) -> bool:
+    """``value`` is the option's default (NumPy's own True and equal strings included)."""
+    if default is True:
+        return value is True or value is np.True_
+    return value is default or isinstance(value, str) and value == default
 
 
 def _cast(a: Any, dtype: Any) -> Any:
@@ -144,9 +152,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         raise not_differentiable(name, len(inputs) == 1 and not kwargs)
     _no_out(name, kwargs.get("out"))
     for arg, value in kwargs.items():
-        default = _UFUNC_DEFAULTS.get(arg, arg)  # an unknown option never equals its name
-        if arg != "out" and not (value is default or isinstance(value, str) and value == default):
-            raise _unsupported(name, arg, value)
+        if arg != "out" and (arg not in _UFUNC_DEFAULTS or not _is(value, _UFUNC_DEFAULTS[arg])):
+            raise _unsupported(name, arg, value)  # axes=, keepdims= of matmul too
     if ufunc in COMPARISONS:  # the first operand as a Tensor, so Tensor's operator runs
         return COMPARISONS[ufunc](as_tensor(inputs[0]), inputs[1])
     if method == "outer":

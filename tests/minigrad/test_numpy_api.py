@@ -362,6 +362,14 @@ def test_other_numpy_functions_refuse_naming_themselves(name, call):
     assert "object" not in message
 
 
+def test_the_refusal_quoted_in_the_readme():
+    with pytest.raises(TypeError) as info:
+        np.cumsum(mg.Tensor(rn(3), requires_grad=True))
+    assert str(info.value) == ("np.cumsum is not differentiable in minigrad: it has no op for "
+                               "it; use np.cumsum(t.data) for a constant array, or write an op "
+                               "with mg.op")
+
+
 def test_refused_functions_are_not_in_the_table():
     from minigrad import numpy_api
 
