@@ -42,8 +42,22 @@ class Tensor:
     """
 
     __slots__ = ("data", "grad", "requires_grad", "_node", "__weakref__")
-    # Make ``ndarray <op> Tensor`` defer to Tensor's reflected operators.
-    __array_ufunc__ = None
+
+    # ---- NumPy's protocols (NEP 13, NEP 18; handled in minigrad/numpy_api.py) ----------
+    # np.exp(t), np.sum(t), ndarray <op> Tensor record the op; other NumPy functions refuse
+    # by name; a Tensor that requires grad never becomes an ndarray. (Imported on use: the
+    # module imports the ops, which need Tensor defined first.)
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import numpy_api
+        return numpy_api.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from . import numpy_api
+        return numpy_api.array_function(func, types, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        from . import numpy_api
+        return numpy_api.to_array(self, dtype, copy)
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
         given = data.data if isinstance(data, Tensor) else data

@@ -1,0 +1,300 @@
+"""NumPy's own functions on Tensors: NEP 13 (``__array_ufunc__``), NEP 18 (``__array_function__``).
+
+``np.exp(np.sum(t * 2, axis=0))`` records ``sum`` and ``exp`` exactly as ``F.sum`` and
+``F.exp`` would: the tables below map each NumPy callable to the op it means, with NumPy's
+signature. Every other NumPy callable raises a TypeError naming it, since its result would be
+an array cut from the graph. A Tensor that requires grad never becomes an ndarray
+(``np.asarray(t)`` raises, as PyTorch does); ``t.data`` is its array, as a constant.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from . import ops
+from .tensor import Tensor, as_tensor
+
+__all__ = ["UFUNCS", "COMPARISONS", "REDUCTIONS", "FUNCTIONS", "METADATA", "RequiresGradError",
+           "array_ufunc", "array_function", "to_array"]
+
+
+class RequiresGradError(TypeError, RuntimeError):
+    """``np.asarray(t)`` of a Tensor that requires grad: an ndarray cannot carry the gradient.
+    A TypeError (NumPy cannot convert the object) and a RuntimeError (what PyTorch raises)."""
+
+
+def _positive(a):
+    return a  # +t is t itself (Tensor.__pos__)
+
+
+def _square(a):
+    return ops.pow(a, 2)
+
+
+#: ufunc -> op, for ``ufunc(*inputs)``; ``ufunc.outer`` too, for the binary ones but matmul.
+UFUNCS: dict[np.ufunc, Callable] = {
+    np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.divide: ops.div,
+    np.power: ops.pow, np.maximum: ops.maximum, np.minimum: ops.minimum, np.matmul: ops.matmul,
+    np.negative: ops.neg, np.positive: _positive, np.square: _square, np.exp: ops.exp,
+    np.log: ops.log, np.sqrt: ops.sqrt, np.tanh: ops.tanh, np.absolute: ops.abs,
+}
+#: Comparisons give bool Tensors (no gradient) through Tensor's own operators, so that
+#: ``ndarray < Tensor`` means what ``Tensor > ndarray`` does.
+COMPARISONS: dict[np.ufunc, Callable] = {
+    np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt,
+    np.greater_equal: operator.ge, np.equal: operator.eq, np.not_equal: operator.ne,
+}
+#: ``ufunc.reduce`` -> the reduction op.
+REDUCTIONS: dict[np.ufunc, Callable] = {np.add: ops.sum, np.maximum: ops.max, np.minimum: ops.min}
+
+_PLAIN = {Tensor, np.ndarray, float, int, bool, np.float64, np.float32, np.int64}
+_UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
+                   "dtype": None, "signature": None}
+_WHY = {
+    "where": "minigrad has no masked op; select first with np.where(mask, t, fill), which is "
+             "differentiable",
+    "dtype": "cast first with t.astype(dtype), which is differentiable",
+    "initial": "combine it with the result instead (np.sum(t) + initial, "
+               "np.maximum(np.max(t), initial))",
+}
+_HINTS = {  # a differentiable spelling, where there is one
+    "np.dot": "; for a matrix product use t @ u (np.matmul)",
+    "np.inner": "; for a matrix product use t @ u (np.matmul)",
+    "np.tensordot": "; for a matrix product use t @ u (np.matmul)",
+    "np.einsum": "; for a matrix product use t @ u (np.matmul)",
+    "np.outer": "; np.multiply.outer(t, u) is differentiable",
+    "np.std": "; np.sqrt(np.var(t)) is differentiable",
+    "np.linalg.norm": "; np.sqrt(np.sum(t * t)) is differentiable",
+    "np.vstack": "; np.concatenate and np.stack are differentiable",
+    "np.hstack": "; np.concatenate and np.stack are differentiable",
+    "np.average": "; np.mean, or np.sum(w * t) / np.sum(w), is differentiable",
+    "np.fmax": "; np.maximum is differentiable", "np.fmin": "; np.minimum is differentiable",
+    "np.copy": "; ops never write into their inputs, so t itself serves",
+}
+
+
+def _name(func: Any) -> str:
+    """``np.linalg.inv`` for ``numpy.linalg.inv``, as a user would have typed it."""
+    module = getattr(func, "__module__", None) or "numpy"
+    if isinstance(func, np.ufunc) or module == "numpy" or module.startswith("numpy._"):
+        return f"np.{func.__name__}"
+    return f"{module.replace('numpy', 'np', 1)}.{func.__name__}"
+
+
+def not_differentiable(name: str, one_argument: bool = True, hint: str = "") -> TypeError:
+    use = f"{name}(t.data)" if one_argument else f"{name} on t.data in place of t"
+    return TypeError(f"{name} is not differentiable in minigrad: it has no op for it; use "
+                     f"{use} for a constant array, or write an op with mg.op"
+                     f"{hint or _HINTS.get(name, '')}")
+
+
+def _unsupported(name: str, arg: str, value: Any) -> TypeError:
+    why = _WHY.get(arg, f"minigrad's op has no {arg}= option; call {name}(t.data, ...) for a "
+                        "constant array")
+    shown = type(value).__name__ if isinstance(value, (np.ndarray, Tensor)) else repr(value)
+    if arg == "dtype" and isinstance(value, type) and issubclass(value, np.generic):
+        shown = f"np.{value.__name__}"
+    return TypeError(f"{name}: {arg}={shown} is not supported on Tensors; {why}")
+
+
+def _no_out(name: str, out: Any) -> None:
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        shown = ", ".join(type(o).__name__ for o in (out if isinstance(out, tuple) else (out,)))
+        raise TypeError(
+            f"{name}(..., out={shown}): minigrad does not write results into an existing array "
+            "or Tensor (each op makes a new Tensor, so the graph can differentiate it); use the "
+            "returned Tensor (for `a += t` with an ndarray a, write `a = a + t`)")
+
+
+def _options(name: str, out: Any = None, where: Any = True, **given: Any) -> None:
+    """Refuse ``out=`` into an array, ``where=`` masks and every option given as not None."""
+    _no_out(name, out)
+    if not _is(where, True):
+        raise _unsupported(name, "where", where)
+    for arg, value in given.items():
+        if value is not None:
+            raise _unsupported(name, arg, value)
+
+
+def _is(value: Any, default: Any) -> bool:
+    """``value`` is the option's default (NumPy's own True and equal strings included)."""
+    if default is True:
+        return value is True or value is np.True_
+    return value is default or isinstance(value, str) and value == default
+
+
+def _cast(a: Any, dtype: Any) -> Any:
+    """``dtype=`` of a reduction (the accumulator's dtype, and so the result's): cast first."""
+    return a if dtype is None else ops.astype(a, dtype)
+
+
+def _shape(x: Any) -> tuple:
+    return x.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+# ---- ufuncs (NEP 13) ------------------------------------------------------------------
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """``Tensor.__array_ufunc__``: the op for ``ufunc`` (or ``ufunc.reduce``/``.outer``)."""
+    if method == "__call__" and not kwargs and ufunc in UFUNCS \
+            and all(type(x) in _PLAIN for x in inputs):  # ``ndarray <op> Tensor``: no checks
+        return UFUNCS[ufunc](*inputs)
+    if any(not isinstance(x, (Tensor, np.ndarray, np.generic))
+           and hasattr(type(x), "__array_ufunc__") for x in inputs + kwargs.get("out", ())):
+        return NotImplemented  # another array type: let it (or NumPy's TypeError) answer
+    name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    if method == "reduce" and ufunc in REDUCTIONS:
+        return _reduce(name, REDUCTIONS[ufunc], *inputs, **kwargs)
+    binary = ufunc in UFUNCS and ufunc.nin == 2 and ufunc is not np.matmul
+    if not (method == "__call__" and (ufunc in UFUNCS or ufunc in COMPARISONS)
+            or method == "outer" and binary):
+        raise not_differentiable(name, len(inputs) == 1 and not kwargs)
+    _no_out(name, kwargs.get("out"))
+    for arg, value in kwargs.items():
+        if arg != "out" and (arg not in _UFUNC_DEFAULTS or not _is(value, _UFUNC_DEFAULTS[arg])):
+            raise _unsupported(name, arg, value)  # axes=, keepdims= of matmul too
+    if ufunc in COMPARISONS:  # the first operand as a Tensor, so Tensor's operator runs
+        return COMPARISONS[ufunc](as_tensor(inputs[0]), inputs[1])
+    if method == "outer":
+        a, b = inputs
+        return UFUNCS[ufunc](ops.reshape(a, _shape(a) + (1,) * len(_shape(b))), b)
+    return UFUNCS[ufunc](*inputs)
+
+
+def _reduce(name, op, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
+            where=True):
+    _options(name, out, where, initial=initial)
+    return op(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+
+
+# ---- functions (NEP 18), each with NumPy's signature ---------------------------------
+def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    _options("np.sum", out, where, initial=initial)
+    return ops.sum(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+
+
+def _mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    _options("np.mean", out, where)
+    return ops.mean(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+
+
+def _extremum(name, op):
+    def extremum(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+        _options(name, out, where, initial=initial)
+        return op(a, axis=axis, keepdims=bool(keepdims))
+    return extremum
+
+
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+         correction=None):
+    _options("np.var", out, where, mean=mean)
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError(f"np.var: got ddof={ddof!r} and correction={correction!r}; "
+                             "expected one of them (correction is the Array API's ddof)")
+        ddof = correction
+    return ops.var(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    _options("np.reshape", order=None if order == "C" else order, copy=copy)
+    return ops.reshape(a, newshape if shape is None else shape)  # newshape: NumPy < 2.1
+
+
+def _ravel(a, order="C"):
+    _options("np.ravel", order=None if order == "C" else order)
+    return ops.reshape(a, (-1,))
+
+
+def _transpose(a, axes=None):
+    return ops.transpose(a, None if axes is None else tuple(axes))
+
+
+def _broadcast_to(array, shape, subok=False):
+    return ops.broadcast_to(array, shape)
+
+
+def _joiner(name, op):
+    def join(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+        _options(name, out, dtype=dtype, casting=None if casting == "same_kind" else casting)
+        if axis is None:  # NumPy flattens every input first
+            return op([ops.reshape(x, (-1,)) for x in arrays], axis=0)
+        return op(arrays, axis=axis)
+    return join
+
+
+def _where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise not_differentiable("np.where", hint=" (the one-argument form is np.nonzero; "
+                                 "np.where(condition, x, y) is differentiable)")
+    if x is None or y is None:
+        raise ValueError("np.where: got one of x and y; expected both or neither")
+    return ops.where(condition, x, y)
+
+
+_GIVEN_NOT = object()  # np.clip's bounds have a_min/min and a_max/max spellings
+
+
+def _clip(a, a_min=_GIVEN_NOT, a_max=_GIVEN_NOT, out=None, *, min=_GIVEN_NOT, max=_GIVEN_NOT,
+          **kwargs):
+    _options("np.clip", out, kwargs.pop("where", True), **kwargs)  # kwargs: ufunc options
+    bounds = []
+    for arg, old, new in (("a_min", a_min, min), ("a_max", a_max, max)):
+        if old is not _GIVEN_NOT and new is not _GIVEN_NOT:
+            raise ValueError(f"np.clip: got both {arg}= and {arg[2:]}=; expected one of them")
+        bound = None if old is _GIVEN_NOT and new is _GIVEN_NOT else new if old is _GIVEN_NOT \
+            else old
+        if isinstance(bound, Tensor) and bound.requires_grad:
+            raise TypeError(f"np.clip {arg}: got a Tensor that requires grad; clip's bounds are "
+                            "constants, so their gradient would be lost; use np.maximum(t, lo) "
+                            "and np.minimum(t, hi), which differentiate both operands")
+        bounds.append(bound)
+    return ops.clip(a, *bounds)
+
+
+#: NumPy function -> handler with NumPy's signature, recording the op(s) it names.
+FUNCTIONS: dict[Callable, Callable] = {
+    np.sum: _sum, np.mean: _mean, np.var: _var,
+    np.max: _extremum("np.max", ops.max), np.amax: _extremum("np.amax", ops.max),
+    np.min: _extremum("np.min", ops.min), np.amin: _extremum("np.amin", ops.min),
+    np.reshape: _reshape, np.ravel: _ravel, np.transpose: _transpose,
+    np.swapaxes: ops.swapaxes, np.expand_dims: ops.expand_dims, np.squeeze: ops.squeeze,
+    np.broadcast_to: _broadcast_to, np.split: ops.split, np.where: _where, np.clip: _clip,
+    np.concatenate: _joiner("np.concatenate", ops.concatenate),
+    np.stack: _joiner("np.stack", ops.stack),
+}
+#: Functions that only read the shape: they answer as for ``t.data``.
+METADATA: dict[Callable, Callable] = {
+    np.shape: lambda a: _shape(a), np.ndim: lambda a: len(_shape(a)),
+    np.size: lambda a, axis=None: int(np.prod(_shape(a))) if axis is None else _shape(a)[axis],
+}
+
+
+def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+    """``Tensor.__array_function__``: the handler for ``func``, or a TypeError naming it."""
+    if not all(issubclass(t, (Tensor, np.ndarray)) for t in types):
+        return NotImplemented
+    handler = FUNCTIONS.get(func) or METADATA.get(func)
+    if handler is None:
+        raise not_differentiable(_name(func), len(args) == 1 and not kwargs)
+    return handler(*args, **kwargs)
+
+
+# ---- conversion ------------------------------------------------------------------------
+def to_array(t: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    """``Tensor.__array__``: ``t.data`` for a Tensor without grad; a RequiresGradError for one
+    with grad (an ndarray of it would silently drop the gradient, as PyTorch refuses too)."""
+    if t.requires_grad:
+        raise RequiresGradError(
+            "np.asarray(t) or np.array(t) (also of a list holding t, or a[...] = t): the Tensor "
+            "requires grad, and an ndarray cannot carry its gradient; use t.data (or "
+            "t.detach()) for its values as a constant, or a NumPy function minigrad "
+            "differentiates (np.stack([t, u]) rather than np.array([t, u]))")
+    data = t.data
+    if dtype is not None and np.dtype(dtype) != data.dtype:
+        if copy is False:
+            raise ValueError(f"np.asarray(t, dtype={np.dtype(dtype)}, copy=False): the Tensor "
+                             f"holds {data.dtype}, and a cast needs a copy")
+        return data.astype(dtype)
+    return data.copy() if copy else data

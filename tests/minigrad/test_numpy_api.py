@@ -1,0 +1,438 @@
+"""NumPy functions and ufuncs called on Tensors (``minigrad.numpy_api``, NEP 13 and NEP 18).
+
+A NumPy callable minigrad has an op for records into the graph like that op: the forward is
+checked against NumPy on the raw arrays, the gradient against the op called directly (same
+cotangent). Every other NumPy callable raises a TypeError naming it. No Tensor ever becomes
+an object array, and one that requires grad never becomes an array at all (as in PyTorch).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import F
+
+RNG = np.random.default_rng(1311)
+
+
+def rn(*shape, dtype=np.float64):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def pos(*shape, dtype=np.float64):
+    return RNG.uniform(0.5, 2.0, shape).astype(dtype)
+
+
+def _close(got, want):
+    """Equal up to a few ulps of the dtype, scaled by the magnitude."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype,
+                                                                 want.shape, want.dtype)
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)
+        return
+    eps = np.finfo(want.dtype).eps
+    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=16 * eps, atol=16 * eps * scale)
+
+
+# ---- every entry of the table ------------------------------------------------------------
+# (key, id, numpy spelling, the op it must record like, input makers). The numpy spelling is
+# run on the raw arrays (NumPy's answer) and on Tensors (the dispatch under test). Inputs
+# that are not float (masks) stay arrays.
+def _outer_ref(op):
+    return lambda a, b: op(F.reshape(a, a.shape + (1,) * b.ndim), b)
+
+
+CASES = [
+    (np.add, "add", lambda a, b: np.add(a, b), F.add, [rn(3, 4), rn(4)]),
+    (np.subtract, "sub", lambda a, b: np.subtract(a, b), F.sub, [rn(3, 4), rn(3, 1)]),
+    (np.multiply, "mul", lambda a, b: np.multiply(a, b), F.mul, [rn(2, 3), rn(2, 3)]),
+    (np.divide, "div", lambda a, b: np.divide(a, b), F.div, [rn(2, 3), pos(3)]),
+    (np.power, "pow", lambda a, b: np.power(a, b), F.pow, [pos(2, 3), rn(2, 3)]),
+    (np.maximum, "maximum", lambda a, b: np.maximum(a, b), F.maximum, [rn(4, 3), rn(4, 3)]),
+    (np.minimum, "minimum", lambda a, b: np.minimum(a, b), F.minimum, [rn(4, 3), rn(3)]),
+    (np.matmul, "matmul", lambda a, b: np.matmul(a, b), F.matmul, [rn(2, 3, 4), rn(4, 5)]),
+    (np.negative, "neg", lambda a: np.negative(a), F.neg, [rn(3, 2)]),
+    (np.positive, "positive", lambda a: np.positive(a), lambda a: a, [rn(3, 2)]),
+    (np.exp, "exp", lambda a: np.exp(a), F.exp, [rn(3, 2)]),
+    (np.log, "log", lambda a: np.log(a), F.log, [pos(3, 2)]),
+    (np.sqrt, "sqrt", lambda a: np.sqrt(a), F.sqrt, [pos(3, 2)]),
+    (np.tanh, "tanh", lambda a: np.tanh(a), F.tanh, [rn(3, 2)]),
+    (np.absolute, "abs", lambda a: np.abs(a), F.abs, [rn(3, 2)]),
+    (np.square, "square", lambda a: np.square(a), lambda a: F.pow(a, 2), [rn(3, 2)]),
+    (("reduce", np.add), "add.reduce", lambda a: np.add.reduce(a, axis=1),
+     lambda a: F.sum(a, axis=1), [rn(3, 4)]),
+    (("reduce", np.add), "add.reduce-default-axis0", lambda a: np.add.reduce(a),
+     lambda a: F.sum(a, axis=0), [rn(3, 4)]),
+    (("reduce", np.maximum), "maximum.reduce", lambda a: np.maximum.reduce(a, axis=None),
+     F.max, [rn(3, 4)]),
+    (("reduce", np.minimum), "minimum.reduce", lambda a: np.minimum.reduce(a, 0, keepdims=True),
+     lambda a: F.min(a, axis=0, keepdims=True), [rn(3, 4)]),
+    (("outer", np.multiply), "multiply.outer", lambda a, b: np.multiply.outer(a, b),
+     _outer_ref(F.mul), [rn(3), rn(2, 2)]),
+    (("outer", np.subtract), "subtract.outer", lambda a, b: np.subtract.outer(a, b),
+     _outer_ref(F.sub), [rn(3), rn(4)]),
+    (np.sum, "sum", lambda a: np.sum(a), F.sum, [rn(3, 4)]),
+    (np.sum, "sum-axes-keepdims", lambda a: np.sum(a, axis=(0, 2), keepdims=True),
+     lambda a: F.sum(a, axis=(0, 2), keepdims=True), [rn(2, 3, 4)]),
+    (np.sum, "sum-out-None", lambda a: np.sum(a, -1, None, None), lambda a: F.sum(a, -1),
+     [rn(2, 3)]),
+    (np.mean, "mean", lambda a: np.mean(a, axis=0), lambda a: F.mean(a, axis=0), [rn(3, 4)]),
+    (np.max, "max", lambda a: np.max(a, axis=1), lambda a: F.max(a, axis=1), [rn(3, 4)]),
+    (np.amax, "amax", lambda a: np.amax(a), F.max, [rn(3, 4)]),
+    (np.min, "min", lambda a: np.min(a, axis=-1, keepdims=True),
+     lambda a: F.min(a, axis=-1, keepdims=True), [rn(3, 4)]),
+    (np.amin, "amin", lambda a: np.amin(a, 0), lambda a: F.min(a, axis=0), [rn(3, 4)]),
+    (np.var, "var", lambda a: np.var(a, axis=1), lambda a: F.var(a, axis=1), [rn(3, 5)]),
+    (np.var, "var-ddof", lambda a: np.var(a, ddof=1), lambda a: F.var(a, ddof=1), [rn(3, 5)]),
+    (np.var, "var-correction", lambda a: np.var(a, 0, correction=1),
+     lambda a: F.var(a, axis=0, ddof=1), [rn(3, 5)]),
+    (np.reshape, "reshape", lambda a: np.reshape(a, (4, -1)), lambda a: F.reshape(a, (4, -1)),
+     [rn(2, 6)]),
+    (np.ravel, "ravel", lambda a: np.ravel(a), lambda a: F.reshape(a, (-1,)), [rn(2, 3)]),
+    (np.transpose, "transpose", lambda a: np.transpose(a), F.transpose, [rn(2, 3, 4)]),
+    (np.transpose, "permute_dims", lambda a: np.permute_dims(a, (1, 2, 0)),
+     lambda a: F.transpose(a, (1, 2, 0)), [rn(2, 3, 4)]),
+    (np.swapaxes, "swapaxes", lambda a: np.swapaxes(a, 0, 2),
+     lambda a: F.swapaxes(a, 0, 2), [rn(2, 3, 4)]),
+    (np.expand_dims, "expand_dims", lambda a: np.expand_dims(a, (0, 2)),
+     lambda a: F.expand_dims(a, (0, 2)), [rn(2, 3)]),
+    (np.squeeze, "squeeze", lambda a: np.squeeze(a, axis=1), lambda a: F.squeeze(a, 1),
+     [rn(2, 1, 3)]),
+    (np.broadcast_to, "broadcast_to", lambda a: np.broadcast_to(a, (4, 2, 3)),
+     lambda a: F.broadcast_to(a, (4, 2, 3)), [rn(2, 1)]),
+    (np.concatenate, "concatenate", lambda a, b: np.concatenate([a, b, a], axis=1),
+     lambda a, b: F.concatenate([a, b, a], axis=1), [rn(2, 3), rn(2, 1)]),
+    (np.concatenate, "concatenate-axis-None", lambda a, b: np.concatenate((a, b), axis=None),
+     lambda a, b: F.concatenate([F.reshape(a, (-1,)), F.reshape(b, (-1,))]),
+     [rn(2, 3), rn(4)]),
+    (np.stack, "stack", lambda a, b: np.stack([a, b], axis=1),
+     lambda a, b: F.stack([a, b], axis=1), [rn(2, 3), rn(2, 3)]),
+    (np.split, "split", lambda a: np.split(a, 2, axis=1)[1], lambda a: F.split(a, 2, axis=1)[1],
+     [rn(3, 4)]),
+    (np.where, "where", lambda c, a, b: np.where(c, a, b), F.where,
+     [RNG.random((3, 4)) < 0.5, rn(3, 4), rn(4)]),
+    (np.clip, "clip", lambda a: np.clip(a, -0.5, 0.5), lambda a: F.clip(a, -0.5, 0.5),
+     [rn(4, 5)]),
+    (np.clip, "clip-min-max-keywords", lambda a: np.clip(a, min=-0.5),
+     lambda a: F.clip(a, -0.5, None), [rn(4, 5)]),
+]
+
+
+def _tensors(arrays):
+    return [mg.Tensor(x.copy(), requires_grad=True) if x.dtype.kind == "f" else x
+            for x in arrays]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("key, label, spelled, op, arrays", CASES, ids=[c[1] for c in CASES])
+def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
+    arrays = [x.astype(dtype) if x.dtype.kind == "f" else x for x in arrays]
+    want = spelled(*arrays)  # NumPy's value and dtype: a float32 graph stays float32
+    ts = _tensors(arrays)
+    out = spelled(*ts)
+    assert isinstance(out, mg.Tensor), type(out)
+    _close(out.data, want)
+    for x, t in zip(arrays, ts):  # inputs never modified
+        np.testing.assert_array_equal(x, t.data if isinstance(t, mg.Tensor) else t)
+
+    refs = _tensors(arrays)
+    ref = op(*refs)
+    assert out.op == ref.op
+    g = RNG.standard_normal(out.shape).astype(dtype)
+    out.backward(g)
+    ref.backward(g)
+    for t, r in zip(ts, refs):
+        if isinstance(t, mg.Tensor):
+            np.testing.assert_array_equal(t.grad, r.grad)
+
+
+def test_every_table_entry_is_tested():
+    from minigrad import numpy_api
+
+    tested = {c[0] for c in CASES}
+    table = (set(numpy_api.UFUNCS) | {("reduce", u) for u in numpy_api.REDUCTIONS}
+             | set(numpy_api.FUNCTIONS))
+    assert table - tested == set(), f"table entries without a case: {table - tested}"
+    assert {k for k in tested if not isinstance(k, tuple)} - table == set()
+    # outer is derived from every binary ufunc of the table; two are in CASES, the rest here
+    for ufunc in numpy_api.UFUNCS:
+        if ufunc.nin == 2 and ufunc is not np.matmul:
+            a, b = rn(3), pos(2)
+            if ufunc is np.power:
+                a = pos(3)
+            out = ufunc.outer(mg.Tensor(a, requires_grad=True), b)
+            assert isinstance(out, mg.Tensor) and out.requires_grad
+            _close(out.data, ufunc.outer(a, b))
+
+
+@pytest.mark.parametrize("ufunc, sym", [(np.less, "<"), (np.less_equal, "<="),
+                                        (np.greater, ">"), (np.greater_equal, ">="),
+                                        (np.equal, "=="), (np.not_equal, "!=")])
+def test_comparison_ufuncs_give_bool_tensors_like_the_operators(ufunc, sym):
+    a, b = rn(3, 4), rn(4)
+    b[1] = a[0, 1]  # one tie
+    t = mg.Tensor(a, requires_grad=True)
+    for got in (ufunc(t, b), ufunc(a, mg.Tensor(b)), eval(f"b {sym} t"),
+                eval(f"np.float32(0.5) {sym} t")):
+        assert isinstance(got, mg.Tensor) and not got.requires_grad
+        assert got.dtype == np.bool_
+    np.testing.assert_array_equal(ufunc(t, b).data, ufunc(a, b))
+    np.testing.assert_array_equal(eval(f"b {sym} t").data, eval(f"b {sym} a"))
+
+
+def test_shape_ndim_size_read_the_metadata():
+    t = mg.Tensor(rn(2, 3), requires_grad=True)
+    assert np.shape(t) == (2, 3) and np.ndim(t) == 2 and np.size(t) == 6
+    assert np.size(t, 1) == 3
+
+
+def test_plain_numpy_code_is_differentiable_gradcheck_float64():
+    x, y, w = rn(3, 4), rn(3, 4), rn(4, 2)
+
+    def f1(x):
+        return np.exp(np.sum(x * 2, axis=0))
+
+    def f2(x, y):
+        return np.concatenate([np.tanh(x), np.maximum(x, y), np.abs(y)], axis=1)
+
+    def f3(x, w):
+        h = np.matmul(np.reshape(x, (3, 4)), w)
+        return np.add.reduce(np.square(h), axis=1) + np.var(np.transpose(h), axis=0, ddof=1)
+
+    def f4(x, y):
+        return np.mean(np.where(x > 0, np.sqrt(np.clip(y * y, 0.1, 2.0)), np.stack([x, y])[1]))
+
+    for fn, inputs in ((f1, [x]), (f2, [x, y]), (f3, [x, w]), (f4, [x, y])):
+        report = mg.gradcheck(fn, [a.copy() for a in inputs], atol=1e-7, rtol=1e-6)
+        assert report.ok and len(report.inputs) == len(inputs)
+
+
+def test_ndarray_and_tensor_mixed_records_the_tensor_gradient():
+    a, b = rn(2, 3), rn(2, 3)
+    t = mg.Tensor(b, requires_grad=True)
+    out = np.multiply(a, t)
+    g = rn(2, 3)
+    out.backward(g)
+    np.testing.assert_array_equal(t.grad, g * a)  # d(a t)/dt = a
+
+
+@pytest.mark.parametrize("sym", ["+", "-", "*", "/", "**", "@"])
+def test_ndarray_op_tensor_still_records_like_the_reflected_operator(sym):
+    a, b = pos(3, 3), pos(3, 3)
+    t, r = mg.Tensor(b, requires_grad=True), mg.Tensor(b, requires_grad=True)
+    out = eval(f"a {sym} t")
+    ref = {"+": F.add, "-": F.sub, "*": F.mul, "/": F.div, "**": F.pow, "@": F.matmul}[sym](a, r)
+    assert isinstance(out, mg.Tensor) and out.op == ref.op
+    _close(out.data, eval(f"a {sym} b"))
+    g = rn(3, 3)
+    out.backward(g)
+    ref.backward(g)
+    np.testing.assert_array_equal(t.grad, r.grad)
+
+
+def test_numpy_scalars_and_python_numbers_stay_weakly_typed():
+    t = mg.Tensor(rn(3, dtype=np.float32), requires_grad=True)
+    for out in (np.multiply(np.float64(0.5), t), np.float64(0.5) * t, np.add(t, 2.0),
+                np.power(t, 2), np.maximum(t, np.float64(0.0)), np.sum(t * np.float64(3))):
+        assert out.dtype == np.float32, out
+
+
+def test_ndarray_inplace_with_a_tensor_refuses_and_leaves_the_array_alone():
+    a = rn(3)
+    before = a.copy()
+    t = mg.Tensor(rn(3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"np\.add.*out="):
+        a += t
+    np.testing.assert_array_equal(a, before)
+    with pytest.raises(TypeError, match=r"np\.floor_divide is not differentiable"):
+        a // t
+
+
+# ---- arguments: out=, where=, dtype=, ufunc methods --------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda t: np.sum(t, out=np.empty(())),
+    lambda t: np.mean(t, axis=0, out=np.empty(3)),
+    lambda t: np.max(t, out=np.empty(())),
+    lambda t: np.exp(t, out=np.empty((2, 3))),
+    lambda t: np.add(t, 1.0, out=mg.Tensor(np.empty((2, 3)))),
+    lambda t: np.add.reduce(t, out=np.empty(3)),
+    lambda t: np.concatenate([t, t], out=np.empty((4, 3))),
+    lambda t: np.clip(t, 0, 1, out=np.empty((2, 3))),
+], ids=["sum", "mean", "max", "exp", "add-into-Tensor", "add.reduce", "concatenate", "clip"])
+def test_out_pointing_at_an_array_is_refused(call):
+    with pytest.raises(TypeError, match=r"out="):
+        call(mg.Tensor(rn(2, 3), requires_grad=True))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda t, m: np.sum(t, where=m), "np.sum"),
+    (lambda t, m: np.mean(t, where=m), "np.mean"),
+    (lambda t, m: np.max(t, where=m, initial=0.0), "np.max"),
+    (lambda t, m: np.exp(t, where=m), "np.exp"),
+    (lambda t, m: np.add.reduce(t, where=m), "np.add.reduce"),
+])
+def test_where_is_refused_naming_the_function(call, name):
+    t = mg.Tensor(rn(2, 3), requires_grad=True)
+    with pytest.raises(TypeError, match=re.escape(name) + r".*where="):
+        call(t, np.ones((2, 3), bool))
+
+
+def test_initial_and_ufunc_dtype_are_refused():
+    t = mg.Tensor(rn(2, 3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"np\.sum.*initial="):
+        np.sum(t, initial=1.0)
+    with pytest.raises(TypeError, match=r"np\.exp.*dtype="):
+        np.exp(t, dtype=np.float32)
+    with pytest.raises(TypeError, match=r"np\.reshape.*order="):
+        np.reshape(t, (3, 2), order="F")
+
+
+@pytest.mark.parametrize("fn", [np.sum, np.mean, np.var, np.add.reduce])
+def test_reduction_dtype_is_honoured(fn):
+    x = rn(3, 4, dtype=np.float32)
+    t = mg.Tensor(x, requires_grad=True)
+    out = fn(t, axis=0, dtype=np.float64)
+    _close(out.data, fn(x, axis=0, dtype=np.float64))
+    out.backward(np.ones(4))
+    assert t.grad.dtype == np.float32  # the gradient comes back in the input's dtype
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda t: np.add.accumulate(t), "np.add.accumulate"),
+    (lambda t: np.add.at(t, [0], 1.0), "np.add.at"),
+    (lambda t: np.add.reduceat(t, [0, 1]), "np.add.reduceat"),
+    (lambda t: np.multiply.reduce(t), "np.multiply.reduce"),
+    (lambda t: np.subtract.reduce(t), "np.subtract.reduce"),
+    (lambda t: np.sin.at(t, [0]), "np.sin.at"),
+])
+def test_unsupported_ufunc_methods_are_refused_naming_the_method(call, name):
+    with pytest.raises(TypeError, match=re.escape(name)):
+        call(mg.Tensor(rn(3), requires_grad=True))
+
+
+def test_clip_bound_that_requires_grad_is_refused():
+    t, lo = mg.Tensor(rn(3), requires_grad=True), mg.Tensor(np.zeros(3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"np\.clip.*a_min"):
+        np.clip(t, lo, 1.0)
+
+
+# ---- everything else is refused, naming the function -------------------------------------
+REFUSED = [
+    ("np.cumsum", lambda t: np.cumsum(t)), ("np.cumprod", lambda t: np.cumprod(t)),
+    ("np.prod", lambda t: np.prod(t)), ("np.std", lambda t: np.std(t)),
+    ("np.sort", lambda t: np.sort(t)), ("np.argsort", lambda t: np.argsort(t)),
+    ("np.argmax", lambda t: np.argmax(t)), ("np.argmin", lambda t: np.argmin(t)),
+    ("np.linalg.inv", lambda t: np.linalg.inv(t)), ("np.linalg.det", lambda t: np.linalg.det(t)),
+    ("np.linalg.norm", lambda t: np.linalg.norm(t)), ("np.linalg.svd", lambda t: np.linalg.svd(t)),
+    ("np.fft.fft", lambda t: np.fft.fft(t)), ("np.histogram", lambda t: np.histogram(t)),
+    ("np.unique", lambda t: np.unique(t)), ("np.dot", lambda t: np.dot(t, t)),
+    ("np.inner", lambda t: np.inner(t, t)), ("np.outer", lambda t: np.outer(t, t)),
+    ("np.einsum", lambda t: np.einsum("ij,jk", t, t)),
+    ("np.tensordot", lambda t: np.tensordot(t, t)), ("np.diff", lambda t: np.diff(t)),
+    ("np.flip", lambda t: np.flip(t)), ("np.roll", lambda t: np.roll(t, 1)),
+    ("np.tile", lambda t: np.tile(t, 2)), ("np.repeat", lambda t: np.repeat(t, 2)),
+    ("np.pad", lambda t: np.pad(t, 1)), ("np.trace", lambda t: np.trace(t)),
+    ("np.diag", lambda t: np.diag(t)), ("np.round", lambda t: np.round(t)),
+    ("np.copy", lambda t: np.copy(t)), ("np.zeros_like", lambda t: np.zeros_like(t)),
+    ("np.allclose", lambda t: np.allclose(t, t)), ("np.nonzero", lambda t: np.nonzero(t)),
+    ("np.vstack", lambda t: np.vstack([t, t])), ("np.hstack", lambda t: np.hstack([t, t])),
+    ("np.atleast_3d", lambda t: np.atleast_3d(t)), ("np.average", lambda t: np.average(t)),
+    ("np.sin", lambda t: np.sin(t)), ("np.cos", lambda t: np.cos(t)),
+    ("np.log1p", lambda t: np.log1p(t)), ("np.expm1", lambda t: np.expm1(t)),
+    ("np.floor", lambda t: np.floor(t)), ("np.sign", lambda t: np.sign(t)),
+    ("np.arctan2", lambda t: np.arctan2(t, t)), ("np.logaddexp", lambda t: np.logaddexp(t, t)),
+    ("np.fmax", lambda t: np.fmax(t, t)), ("np.float_power", lambda t: np.float_power(t, 2)),
+    ("np.isnan", lambda t: np.isnan(t)), ("np.isfinite", lambda t: np.isfinite(t)),
+    ("np.where", lambda t: np.where(t)),  # the one-argument form is np.nonzero
+]
+
+
+@pytest.mark.parametrize("name, call", REFUSED, ids=[r[0] for r in REFUSED])
+def test_other_numpy_functions_refuse_naming_themselves(name, call):
+    t = mg.Tensor(pos(3, 3), requires_grad=True)
+    with pytest.raises(TypeError, match=re.escape(name) + r"\b") as info:
+        call(t)
+    message = str(info.value)
+    assert "t.data" in message, message
+    assert "object" not in message
+
+
+def test_the_refusal_quoted_in_the_readme():
+    with pytest.raises(TypeError) as info:
+        np.cumsum(mg.Tensor(rn(3), requires_grad=True))
+    assert str(info.value) == ("np.cumsum is not differentiable in minigrad: it has no op for "
+                               "it; use np.cumsum(t.data) for a constant array, or write an op "
+                               "with mg.op")
+
+
+def test_refused_functions_are_not_in_the_table():
+    from minigrad import numpy_api
+
+    names = {f"np.{f.__name__}" for f in (set(numpy_api.UFUNCS) | set(numpy_api.FUNCTIONS))}
+    assert names.isdisjoint({r[0] for r in REFUSED if r[0] != "np.where"})
+
+
+# ---- conversion to an ndarray ------------------------------------------------------------
+@pytest.mark.parametrize("convert", [
+    lambda t: np.asarray(t), lambda t: np.array(t), lambda t: np.array([t, t]),
+    lambda t: np.asarray([[t]]), lambda t: np.asanyarray(t), lambda t: np.ascontiguousarray(t),
+    lambda t: np.array(t, dtype=object),
+], ids=["asarray", "array", "list", "nested", "asanyarray", "ascontiguousarray", "object"])
+def test_a_tensor_that_requires_grad_does_not_become_an_array(convert):
+    t = mg.Tensor(rn(3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"requires grad.*\.data") as info:
+        convert(t)
+    assert isinstance(info.value, RuntimeError)  # as torch's "Can't call numpy() on Tensor..."
+    y = t * 2.0  # a result of the graph requires grad too
+    with pytest.raises(TypeError, match=r"requires grad"):
+        convert(y)
+
+
+def test_ndarray_setitem_of_a_tensor_that_requires_grad_refuses():
+    a = np.zeros(3)
+    with pytest.raises(TypeError, match=r"requires grad"):
+        a[:] = mg.Tensor(rn(3), requires_grad=True)
+    np.testing.assert_array_equal(a, np.zeros(3))
+    b = rn(3)
+    a[:] = mg.Tensor(b)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_a_tensor_without_grad_converts_to_its_data_never_to_objects():
+    x = rn(2, 3)
+    t = mg.Tensor(x)
+    a = np.asarray(t)
+    assert a.dtype == np.float64 and np.shares_memory(a, t.data)  # as t.numpy()
+    c = np.array(t)
+    assert not np.shares_memory(c, t.data)
+    np.testing.assert_array_equal(c, x)
+    s = np.array([t, t])
+    assert s.dtype == np.float64 and s.shape == (2, 2, 3)
+    np.testing.assert_array_equal(s, np.stack([x, x]))
+    zero_d = np.array([mg.Tensor(np.float32(1.5)), mg.Tensor(np.float32(2.5))])
+    assert zero_d.dtype == np.float32 and zero_d.tolist() == [1.5, 2.5]
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(t, dtype=np.float32, copy=False)
+    with mg.no_grad():
+        y = mg.Tensor(x, requires_grad=True) * 2.0
+    np.testing.assert_array_equal(np.asarray(y), x * 2.0)
+    np.testing.assert_array_equal(np.asarray(mg.Tensor(x, requires_grad=True).detach()), x)
+
+
+def test_another_array_type_is_left_to_answer_for_itself():
+    class Other:  # a third-party array type with its own protocols
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            return "other ufunc"
+
+        def __array_function__(self, func, types, args, kwargs):
+            return "other function"
+
+    t = mg.Tensor(rn(3), requires_grad=True)
+    assert np.add(t, Other()) == "other ufunc"  # Tensor's method returned NotImplemented
+    assert np.concatenate([t, Other()]) == "other function"
