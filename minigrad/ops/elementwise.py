@@ -187,8 +187,10 @@ def where(condition, a, b):
 def clip(a, a_min=None, a_max=None):
     """out = min(max(a, a_min), a_max).   VJP: ā = g where a_min <= a <= a_max, else 0.
 
-    The bounds are constants (numbers or arrays); either may be None. At a bound the
-    gradient passes through (as ``torch.clamp``).
+    The bounds are constants (numbers or arrays); either may be None. The interval is
+    closed: at a == a_min or a == a_max (a_min == a_max too) the gradient passes, the
+    one-sided derivative from inside (docs/backward.md, section 13; torch.clamp's rule there
+    changed between versions). With a_min > a_max every output is a_max and ā = 0.
     """
     if a_min is None and a_max is None:
         raise ValueError("clip: got a_min=None and a_max=None; expected at least one bound")

@@ -130,7 +130,7 @@ def test_getitem_boolean_mask_gradient_lands_on_selected():
 def test_kink_conventions():
     x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
     (g,) = _grad(lambda t: F.clip(t, 0.0, 1.0), x)
-    np.testing.assert_array_equal(g, [0, 1, 1, 1, 0])  # at a bound it passes (torch.clamp)
+    np.testing.assert_array_equal(g, [0, 1, 1, 1, 0])  # at a bound it passes (closed interval)
     (g,) = _grad(F.abs, x)
     np.testing.assert_array_equal(g, [-1, 0, 1, 1, 1])
     (g,) = _grad(F.relu, x)

@@ -3,7 +3,8 @@
 Skipped when torch is not installed. Conventions mapped: cross_entropy has the classes on
 the last axis in minigrad and on axis 1 in torch (so 2-D logits here); reductions with ties
 use torch.amax/amin; var's ddof is torch's correction. Some cases sit exactly on ties and
-kinks on purpose: the subgradient conventions must agree with torch's too.
+kinks on purpose: the subgradient conventions must agree with torch's too, except at clip's
+bounds, where torch's convention changed between versions (see the clip cases).
 """
 from __future__ import annotations
 
@@ -68,10 +69,27 @@ case("sigmoid", "large", F.sigmoid, torch.sigmoid, np.array([-50.0, -20.0, 0.0, 
 _cond = rng.random((3, 4)) > 0.5
 case("where", "bcast", lambda a, b: F.where(_cond, a, b),
      lambda a, b: torch.where(_ti(_cond), a, b), rn(1, 4), rn(3, 1))
-_cx = np.array([-2.0, -0.5, 0.0, 0.3, 1.0, 1.7])
-case("clip", "at-bounds", lambda a: F.clip(a, -0.5, 1.0), lambda a: torch.clamp(a, -0.5, 1.0), _cx)
-case("clip", "min-only", lambda a: F.clip(a, 0.0), lambda a: torch.clamp(a, min=0.0), _cx)
-case("clip", "max-only", lambda a: F.clip(a, None, 0.3), lambda a: torch.clamp(a, max=0.3), _cx)
+
+
+def _next_to(*bounds):
+    """Each bound's two floating-point neighbours: the closest points off the bound."""
+    return [np.nextafter(b, s) for b in bounds for s in (-np.inf, np.inf)]
+
+
+# Exactly at a clip bound torch's gradient depends on its version (2.13: 1; 2.14.1: 0 for
+# number bounds, 1/2 for tensor bounds), so torch is compared off the bounds only, where every
+# version agrees, up to the bounds' floating-point neighbours. minigrad's own rule at the
+# bounds is tested with hand-derived values in test_clip_convention.py (docs/backward.md §13).
+_cx = np.array([-2.0, 0.0, 0.3, 1.7, *_next_to(-0.5, 1.0, 0.0, 0.3)])
+case("clip", "both", lambda a: F.clip(a, -0.5, 1.0), lambda a: torch.clamp(a, -0.5, 1.0), _cx)
+case("clip", "min-only", lambda a: F.clip(a, 0.0), lambda a: torch.clamp(a, min=0.0),
+     _cx[_cx != 0.0])
+case("clip", "max-only", lambda a: F.clip(a, None, 0.3), lambda a: torch.clamp(a, max=0.3),
+     _cx[_cx != 0.3])
+case("clip", "equal-bounds", lambda a: F.clip(a, 0.3, 0.3), lambda a: torch.clamp(a, 0.3, 0.3),
+     _cx[_cx != 0.3])
+case("clip", "crossed-bounds", lambda a: F.clip(a, 1.0, -0.5),  # all a_max, as np.clip
+     lambda a: torch.clamp(a, 1.0, -0.5), _cx)
 case("astype", "f64", lambda a: F.astype(a, np.float64), lambda a: a.to(torch.float64), rn(3, 2))
 case("astype", "f32-f64", lambda a: F.astype(F.astype(a, np.float32), np.float64),
      lambda a: a.to(torch.float32).to(torch.float64), rn(3, 2))
