@@ -1,6 +1,6 @@
 """vit: a Vision Transformer that trains end to end on minigrad, in pure NumPy.
 
-``vit_block`` and ``TinyViT`` follow the specifications in ``shared/spec`` to the letter.
+``vit_block`` and ``TinyViT`` follow docs/contract.md to the letter.
 """
 from .block import Attention, Block, Mlp, attention, mlp, vit_block
 from .losses import Mixed, cross_entropy, mixup, one_hot

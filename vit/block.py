@@ -3,9 +3,9 @@
 The modules ``Attention``, ``Mlp`` and ``Block`` hold parameters and call the functions
 ``attention`` and ``mlp``, which use minigrad's fused ops (``F.layer_norm``,
 ``F.self_attention``, ``F.gelu_tanh``): that is the fast path TinyViT trains with.
-``vit_block`` follows ``spec/vit_block.md``, which asks for normalization, attention and GELU
-built from basic tensor operations rather than packaged helpers; so it is written line by line
-from the spec with elementary minigrad ops (matmul, mean, exp, tanh, reshape, ...). A test
+``vit_block`` follows docs/contract.md (section 1), which asks for normalization, attention and GELU
+built from basic tensor operations rather than packaged helpers; so it is written rule by rule
+from the contract with elementary minigrad ops (matmul, mean, exp, tanh, reshape, ...). A test
 checks that the two paths agree, in value and gradient, to 1e-12.
 
 Shapes: B sequences (batch), T tokens, D features, H heads of width D/H, F hidden MLP features.
@@ -136,7 +136,7 @@ def _check_block_args(x, weights, num_heads) -> np.dtype:
 
 
 def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
-    """One pre-LN ViT encoder block, as ``spec/vit_block.md`` defines it.
+    """One pre-LN ViT encoder block, as docs/contract.md (section 1) defines it.
 
         y   = x + MHA(LN(x))                  LN without scale or bias, eps 1e-5, population var
         out = y + GELU_tanh(LN(y) @ W_mlp1) @ W_mlp2
@@ -161,7 +161,7 @@ def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
 
 
 def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
-    """spec/vit_block.md from elementary ops: y = x + MHA(LN(x)); y + GELU(LN(y) W1) W2."""
+    """docs/contract.md section 1 from elementary ops: y = x + MHA(LN(x)); y + GELU(LN(y) W1) W2."""
     N, T, D = x.shape
     d = D // num_heads
 
