@@ -98,7 +98,15 @@ def index_grad(shape: tuple, index: Any, cotangent: np.ndarray) -> np.ndarray:
                        minlength=int(np.prod(shape))).reshape(shape)
 
 
+#: Central differences with step h = 1e-6 in float64 on these O(1)-to-O(100) functions: the
+#: truncation error is ~h² |f'''| ~ 1e-12 and the rounding error ~eps |L| / h ~ 2e-10 |L|, so
+#: 1e-6 (absolute and relative) leaves a wide margin and still catches a VJP off by 1e-5
+#: relative (gradcheck's own defaults, 1e-5 and 1e-4, would let that through).
+GRADCHECK_TOL = dict(atol=1e-7, rtol=1e-7)
+
+
 def gradcheck_ok(fn: Callable, *arrays: np.ndarray, **kw: Any) -> None:
     """``mg.gradcheck`` in float64 (finite differences, random cotangent); raises on failure."""
+    kw = {**GRADCHECK_TOL, **kw}
     report = mg.gradcheck(fn, [np.asarray(a, dtype=np.float64) for a in arrays], **kw)
     assert report.ok, str(report)
