@@ -1,6 +1,6 @@
 """micrograd's engine tests (karpathy/micrograd, test/test_engine.py): test_sanity_check,
 test_more_ops and test_unary_tensor_fns, the same scalar expressions built in minigrad and in
-PyTorch (float64), value and gradients compared. Our own code; the expressions are theirs.
+PyTorch, value and gradients compared. Our own code; the expressions are theirs.
 
 micrograd's Value is a Python float; here the leaves are 0-d and (1,)-shaped tensors (torch's
 ``Tensor([-4.0])`` is (1,)), in float64 and float32, compared within a few ulps of the dtype.
