@@ -296,3 +296,61 @@ def test_a_fifo_as_the_metrics_log_is_refused_on_resume_not_waited_on(tmp_path):
     done = python_m_vit(["train", "--out", out, "--resume", "--quiet"], cwd=tmp_path,
                         timeout=60)
     one_line_error(done, "metrics.jsonl", "not a regular file")
+
+
+# ---- the one mechanism ------------------------------------------------------------------------
+def test_every_write_in_vit_goes_through_vit_atomic():
+    """No module of vit opens a file for writing, or saves one, but through vit.atomic."""
+    import re
+    pattern = re.compile(r"""open\([^)]*["'][wax]b?\+?["']|\.write_text\(|\.write_bytes\(|"""
+                         r"""np\.save\(|\.savefig\(\s*path|os\.O_WRONLY|os\.O_RDWR""")
+    allowed = {"atomic.py", "runfolder.py"}  # the mechanism itself, and the lock file
+    found = []
+    for path in sorted((ROOT / "vit").glob("*.py")):
+        if path.name in allowed:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    assert not found, found
+
+
+def test_write_atomic_is_temp_file_fsync_rename_fsync_folder():
+    import inspect
+    from vit import atomic, npz, plots
+    src = inspect.getsource(atomic.write_atomic).split('"""')[2]  # the body
+    order = [src.index(s) for s in ("mkstemp(", "fchmod(", "write(f)", "os.fsync(f.fileno())",
+                                    "os.replace(tmp, path)", "_fsync_folder(folder)")]
+    assert order == sorted(order)
+    assert "os.fsync(dir_fd)" in inspect.getsource(atomic._fsync_folder)
+    assert "write_atomic(" in inspect.getsource(npz.save_npz_atomic)
+    assert "write_atomic(" in inspect.getsource(plots._save)
+
+
+def test_append_refuses_links_fifos_and_folders(tmp_path, victim):
+    from vit.atomic import open_append_nofollow
+    (tmp_path / "link").symlink_to(victim)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    for name, words in (("link", "symbolic link"), ("fifo", "not a regular file"),
+                        ("folder", "not a regular file")):
+        with pytest.raises(ValueError, match=words):
+            open_append_nofollow(tmp_path / name)
+    unchanged(victim)
+    with open_append_nofollow(tmp_path / "new.jsonl") as f:
+        f.write("x\n")
+    assert (tmp_path / "new.jsonl").read_text() == "x\n"
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
+    from vit.atomic import write_atomic
+    target = tmp_path / "file.npz"
+    target.write_bytes(b"old")
+
+    def fail(f):
+        f.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match=f"cannot write {target}.*unchanged"):
+        write_atomic(target, fail)
+    assert target.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["file.npz"]
