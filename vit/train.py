@@ -4,6 +4,10 @@
 
     OUT/checkpoint.npz   the whole state after the last completed epoch (vit/checkpoint.py)
     OUT/metrics.jsonl    one JSON object per epoch (flushed and fsynced line by line)
+    OUT/.run.lock        while the run lives: its flock, pid, host and start (vit/runfolder.py)
+
+Every file is written through vit/atomic.py (never through a symlink at its name, with the
+umask's permissions), and only the run that holds the lock writes in the folder.
 
 All randomness after the model's initialization (shuffling, mixup) comes from one
 ``np.random.Generator`` saved in the checkpoint, and the learning-rate schedule is defined by
