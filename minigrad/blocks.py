@@ -99,10 +99,11 @@ def _forget_pool_after_fork() -> None:
     """A forked child inherits the pool object but not its threads: start afresh. If the
     fork happened inside ``one_blas_thread`` (in another thread), give BLAS its threads back:
     no one in the child will leave that block."""
-    global _pool, _lock, _blas_lock, _blas_users
+    global _pool, _lock, _blas_lock, _libs_lock, _blas_users
     _pool = None
     _lock = threading.Lock()
     _blas_lock = threading.Lock()
+    _libs_lock = threading.Lock()
     inside = getattr(_local, "depth", 0) > 0  # the forking thread, the child's only one
     if _blas_users and not inside:
         _restore(_blas_saved)
@@ -236,6 +237,7 @@ _blas_users = 0  # threads inside one_blas_thread
 _blas_saved: dict = {}  # the process-wide libraries' counts outside, while _blas_users > 0
 _local = threading.local()  # .depth: this thread's nesting; .saved: its per-thread counts
 _blas_libs: tuple[list, list] | None = None
+_libs_lock = threading.Lock()
 
 
 class _BlasLibrary:
@@ -265,7 +267,11 @@ class _BlasLibrary:
 def _blas_libraries() -> tuple[list, list]:
     """(process-wide, per-thread) BLAS libraries loaded now (none without threadpoolctl)."""
     global _blas_libs
-    if _blas_libs is None:
+    if _blas_libs is not None:
+        return _blas_libs
+    with _libs_lock:  # once: every caller must see the same objects (they key _blas_saved)
+        if _blas_libs is not None:
+            return _blas_libs
         try:
             from threadpoolctl import ThreadpoolController
             libs = [_BlasLibrary(c) for c in
@@ -274,7 +280,7 @@ def _blas_libraries() -> tuple[list, list]:
             libs = []
         _blas_libs = ([lib for lib in libs if not lib.per_thread],
                       [lib for lib in libs if lib.per_thread])
-    return _blas_libs
+        return _blas_libs
 
 
 def _limit(libs: list) -> dict:

@@ -95,6 +95,9 @@ class RunLock:
             if os.path.islink(self.path):
                 raise ValueError(f"{self.what} {self.folder}: {LOCK} is a symbolic link; "
                                  "expected a regular file (or none)") from None
+            if os.path.lexists(self.path):
+                raise ValueError(f"{self.what} {self.folder}: {LOCK} is not a regular file "
+                                 f"({e.strerror}); expected a regular file (or none)") from None
             raise self._unwritable(e) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)

@@ -208,6 +208,16 @@ def test_a_symlinked_lock_file_is_refused(tmp_path, victim, capsys):
     unchanged(victim)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_lock_file_that_is_not_a_file_is_refused_without_blocking(tmp_path, kind, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    os.mkfifo(out / ".run.lock") if kind == "fifo" else (out / ".run.lock").mkdir()
+    status, _, err = run_cli(["train", "--out", out, *TINY, "--epochs", 2], capsys)
+    assert status == 2 and ".run.lock" in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in out.iterdir()) == [".run.lock"]
+
+
 def test_the_model_save_replaces_a_symlink(tmp_path, victim):
     link = tmp_path / "model.npz"
     link.symlink_to(victim)

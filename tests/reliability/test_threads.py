@@ -237,5 +237,5 @@ def measure(steps: int = 20, rounds: int = 5, **kw) -> None:
 
 
 if __name__ == "__main__":
-    measure()
-    measure(dim=32, batch=1024)
+    measure(steps=10, rounds=5)
+    measure(steps=5, rounds=3, dim=32, batch=1024)
