@@ -17,7 +17,8 @@ import tempfile
 import threading
 from typing import BinaryIO, Callable, TextIO
 
-__all__ = ["write_atomic", "open_append_nofollow", "file_mode", "TEMP_PREFIX"]
+__all__ = ["write_atomic", "open_append_nofollow", "append_line", "file_mode",
+           "TEMP_PREFIX"]
 
 #: Temporary files are named ``.tmp-XXXXXXXX<suffix of the destination>``.
 TEMP_PREFIX = ".tmp-"
@@ -135,3 +136,14 @@ def open_append_nofollow(path: str | os.PathLike) -> TextIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def append_line(f: TextIO, line: str, where: str | os.PathLike) -> None:
+    """Append ``line`` and a newline to ``f`` in one write, flushed and fsynced (after a kill
+    every line but possibly the last is whole); an OSError (a full disk) names ``where``."""
+    try:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write {os.fspath(where)} ({e.strerror or e})") from None

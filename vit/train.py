@@ -31,7 +31,7 @@ import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
-from .atomic import open_append_nofollow, write_atomic
+from .atomic import append_line, open_append_nofollow, write_atomic
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
@@ -339,9 +339,7 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
                 row = dict(epoch=epoch, train_loss=loss_sum / seen, train_acc=correct / seen,
                            test_loss=test_loss, test_acc=test_acc, lr=lr,
                            seconds=time.perf_counter() - t0)
-                metrics.write(json.dumps(row) + "\n")
-                metrics.flush()
-                os.fsync(metrics.fileno())
+                append_line(metrics, json.dumps(row), metrics_path)
                 checkpoint(epoch)
                 history.append(row)
                 if epoch == end or epoch % max(1, o.epochs // 10) == 0:

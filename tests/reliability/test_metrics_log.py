@@ -174,3 +174,26 @@ def test_resume_says_which_rows_after_the_checkpoint_it_drops(run_copy, capsys):
     assert "epochs 3..3" in out + err and "dropped" in out + err
     rows = read_metrics(log)
     assert [r["epoch"] for r in rows] == [1, 2, 3, 4] and rows[2]["train_loss"] != 2.0
+
+
+def test_a_metrics_line_that_cannot_be_written_names_the_log(run_copy, capsys, monkeypatch):
+    """A disk full at the moment of a metrics line: one line naming metrics.jsonl (it used
+    to be a bare ``[Errno 28] No space left on device``); the checkpoint of the epoch before
+    is intact and --resume finishes the run."""
+    import errno
+    import os
+    real = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("metrics.jsonl"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    status, _, err = run_cli(["train", "--out", run_copy, "--resume", "--quiet"], capsys)
+    assert status == 1 and err.count("\n") == 1, err
+    assert "metrics.jsonl" in err and "No space left on device" in err, err
+    monkeypatch.setattr(os, "fsync", real)
+    status, _, err = run_cli(["train", "--out", run_copy, "--resume", "--quiet"], capsys)
+    assert status == 0, err
+    assert [r["epoch"] for r in read_metrics(run_copy / "metrics.jsonl")] == [1, 2, 3, 4]
