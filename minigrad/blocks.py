@@ -11,6 +11,7 @@ can return different last bits for a row depending on which rows share its call)
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -58,9 +59,26 @@ def _threads_from_environment() -> int:
         n = 0
     if n < 1:
         warnings.warn(f"MINIGRAD_NUM_THREADS: got {text!r}; expected a positive integer; "
-                      f"using the default, {default}", RuntimeWarning, stacklevel=2)
+                      f"using the default, {default}", RuntimeWarning,
+                      stacklevel=_importer_stacklevel())
         return default
     return min(n, MAX_THREADS)
+
+
+def _importer_stacklevel() -> int:
+    """The warnings stacklevel of the first caller outside minigrad and the import system
+    (the user's ``import minigrad``), for ``_threads_from_environment``'s warning."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "importlib" in name and "_bootstrap" in name:  # warnings skips these itself
+            frame = frame.f_back
+            continue
+        if not name.startswith(package):
+            break
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 _threads = _threads_from_environment()
