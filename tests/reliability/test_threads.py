@@ -166,6 +166,34 @@ def test_two_trainers_in_two_threads_end_with_the_weights_each_gives_alone(blas_
     assert blas_counts() == [2] * len(blas_counts())
 
 
+def test_vit_train_in_two_threads_writes_the_runs_it_writes_alone(blas_two_threads, tmp_path):
+    """The whole of ``vit.train.train`` (data, model, AdamW, checkpoints, metrics) for one
+    epoch of the digits at dim 64, in two threads at once, into two run folders."""
+    from vit.checkpoint import load_checkpoint
+    from vit.train import TrainOptions, train
+    options = {seed: TrainOptions(dim=64, heads=4, mlp_dim=128, batch_size=256, epochs=1,
+                                  seed=seed) for seed in (0, 1)}
+    for seed in (0, 1):
+        train(options[seed], tmp_path / f"alone{seed}", quiet=True, log=lambda s: None)
+    go = threading.Barrier(2)
+
+    def run(seed):
+        go.wait()
+        train(options[seed], tmp_path / f"both{seed}", quiet=True, log=lambda s: None)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for seed in (0, 1):
+        a = load_checkpoint(tmp_path / f"alone{seed}" / "checkpoint.npz")
+        b = load_checkpoint(tmp_path / f"both{seed}" / "checkpoint.npz")
+        assert a.epoch == b.epoch == 1
+        assert same_state(a.model.state_dict(), b.model.state_dict()), f"seed {seed}"
+        assert same_state(a.optim, b.optim), f"seed {seed}"
+
+
 def test_blas_threads_sets_the_count_outside_and_one_blas_thread_still_wins():
     if not blas_counts():
         pytest.skip("no BLAS library that threadpoolctl can control")
