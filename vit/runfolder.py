@@ -134,9 +134,9 @@ def _describe_holder(fd: int) -> str:
     try:
         raw = os.pread(fd, _MAX_HOLDER_BYTES, 0)
         info = json.loads(raw.decode("utf-8"))
-        parts = [f"pid {int(info['pid'])}", f"on {str(info['host'])[:100]}",
-                 f"started {str(info['started'])[:40]}"]
-        return " ".join(parts)
+        shown = lambda value, n: "".join(c for c in str(value)[:n] if c.isprintable())  # noqa
+        return (f"pid {int(info['pid'])} on {shown(info['host'], 100)} started "
+                f"{shown(info['started'], 40)}")
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return "a process that has not written its details yet"
 

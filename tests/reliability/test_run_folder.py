@@ -364,3 +364,25 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
     with pytest.raises(OSError, match=f"cannot write {target}.*unchanged"):
         write_atomic(target, fail)
     assert target.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["file.npz"]
+
+
+def test_the_holders_details_are_shown_printable_and_bounded(tmp_path):
+    """What another holder wrote is only shown, and shown as one short printable line."""
+    import fcntl
+    import json
+    from vit.runfolder import RunLock
+    folder = tmp_path / "run"
+    folder.mkdir()
+    fd = os.open(folder / ".run.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, json.dumps({"pid": 7, "host": "evil\x1b[2J\nhost" + "x" * 1000,
+                             "started": "now"}).encode())
+    try:
+        with pytest.raises(ValueError) as info:
+            RunLock(folder).acquire()
+    finally:
+        os.close(fd)
+    message = str(info.value)
+    assert "pid 7 on evil[2Jhost" in message and "\x1b" not in message and "\n" not in message
+    assert len(message) < 400
+    RunLock(folder).acquire().release()  # the kernel released it with the descriptor
