@@ -111,7 +111,8 @@ def open_append_nofollow(path: str | os.PathLike) -> TextIO:
     """``path`` opened for appending UTF-8 text (created with ``0o666 & ~umask`` if missing).
 
     ValueError if ``path`` is a symbolic link, a FIFO, a device or anything but a regular
-    file: a log is never written through a link or into something that is not a file.
+    file, or a file with other hard links: a log is never written through a link or into
+    something that is not its own file.
     """
     where = _fspath(path, "log path")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | \
@@ -128,9 +129,13 @@ def open_append_nofollow(path: str | os.PathLike) -> TextIO:
                              "append to") from None
         raise OSError(e.errno, f"cannot write {where} ({e.strerror})") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise ValueError(f"{where}: not a regular file; expected a regular file to "
                              "append to")
+        if st.st_nlink > 1:  # a hard link would take the appends to a file elsewhere
+            raise ValueError(f"{where}: has {st.st_nlink} hard links; expected a file only "
+                             "this log uses")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:

@@ -337,13 +337,14 @@ def test_write_atomic_is_temp_file_fsync_rename_fsync_folder():
     assert "write_atomic(" in inspect.getsource(plots._save)
 
 
-def test_append_refuses_links_fifos_and_folders(tmp_path, victim):
+def test_append_refuses_links_fifos_folders_and_hard_links(tmp_path, victim):
     from vit.atomic import open_append_nofollow
     (tmp_path / "link").symlink_to(victim)
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "folder").mkdir()
+    os.link(victim, tmp_path / "hardlink")
     for name, words in (("link", "symbolic link"), ("fifo", "not a regular file"),
-                        ("folder", "not a regular file")):
+                        ("folder", "not a regular file"), ("hardlink", "2 hard links")):
         with pytest.raises(ValueError, match=words):
             open_append_nofollow(tmp_path / name)
     unchanged(victim)
