@@ -134,11 +134,15 @@ def _describe_holder(fd: int) -> str:
     try:
         raw = os.pread(fd, _MAX_HOLDER_BYTES, 0)
         info = json.loads(raw.decode("utf-8"))
-        shown = lambda value, n: "".join(c for c in str(value)[:n] if c.isprintable())  # noqa
-        return (f"pid {int(info['pid'])} on {shown(info['host'], 100)} started "
-                f"{shown(info['started'], 40)}")
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return (f"pid {int(info['pid'])} on {_printable(info['host'], 100)} started "
+                f"{_printable(info['started'], 40)}")
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):
         return "a process that has not written its details yet"
+
+
+def _printable(value: object, limit: int) -> str:
+    """At most ``limit`` characters of ``value``, without control characters (escapes)."""
+    return "".join(c for c in str(value)[:limit] if c.isprintable())
 
 
 def remove_stale_temps(folder: str | os.PathLike, before: float) -> list[str]:
