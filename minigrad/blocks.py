@@ -11,14 +11,16 @@ can return different last bits for a row depending on which rows share its call)
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["for_each_block", "for_each_part", "one_blas_thread", "set_num_threads",
-           "get_num_threads"]
+__all__ = ["for_each_block", "for_each_part", "one_blas_thread", "blas_threads",
+           "set_num_threads", "get_num_threads"]
 
 #: Elements per block (256 KiB of float32): large enough that NumPy's per-call cost (about a
 #: microsecond per ufunc call, some twenty calls per block) stays small, small enough that a
@@ -43,7 +45,43 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-_threads = max(1, min(int(os.environ.get("MINIGRAD_NUM_THREADS", 0)) or _cores(), MAX_THREADS))
+def _threads_from_environment() -> int:
+    """MINIGRAD_NUM_THREADS, at most MAX_THREADS, or the default: the cores this process may
+    use. Like OpenMP with a bad OMP_NUM_THREADS, a value that is not a positive integer is
+    ignored with one warning rather than making ``import minigrad`` fail."""
+    default = min(_cores(), MAX_THREADS)
+    text = os.environ.get("MINIGRAD_NUM_THREADS", "")
+    if not text.strip():
+        return default
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        warnings.warn(f"MINIGRAD_NUM_THREADS: got {text!r}; expected a positive integer; "
+                      f"using the default, {default}", RuntimeWarning,
+                      stacklevel=_importer_stacklevel())
+        return default
+    return min(n, MAX_THREADS)
+
+
+def _importer_stacklevel() -> int:
+    """The warnings stacklevel of the first caller outside minigrad and the import system
+    (the user's ``import minigrad``), for ``_threads_from_environment``'s warning."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "importlib" in name and "_bootstrap" in name:  # warnings skips these itself
+            frame = frame.f_back
+            continue
+        if not name.startswith(package):
+            break
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_threads = _threads_from_environment()
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
@@ -70,7 +108,8 @@ def _get_pool() -> ThreadPoolExecutor:
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=MAX_THREADS - 1,
-                                       thread_name_prefix="minigrad")
+                                       thread_name_prefix="minigrad",
+                                       initializer=_one_thread_in_pool_threads)
         return _pool
 
 
@@ -78,13 +117,15 @@ def _forget_pool_after_fork() -> None:
     """A forked child inherits the pool object but not its threads: start afresh. If the
     fork happened inside ``one_blas_thread`` (in another thread), give BLAS its threads back:
     no one in the child will leave that block."""
-    global _pool, _lock, _blas_lock, _blas_users
+    global _pool, _lock, _blas_lock, _libs_lock, _blas_users
     _pool = None
     _lock = threading.Lock()
     _blas_lock = threading.Lock()
-    if _blas_users:
+    _libs_lock = threading.Lock()
+    inside = getattr(_local, "depth", 0) > 0  # the forking thread, the child's only one
+    if _blas_users and not inside:
         _restore(_blas_saved)
-    _blas_users = 0
+    _blas_users = 1 if inside else 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -201,55 +242,167 @@ def for_each_part(kernel: Callable[[int, int], None], n: int, flops: float) -> N
 # BLAS libraries run their own thread pools. Their threads keep spinning for a while after a
 # product, and a spinning BLAS thread competes for a core with the block pool's threads: on a
 # 2-core machine a step ran 20-40% slower with both pools active than with either alone. So
-# while the block pool works, BLAS is held to one thread, and the pool does the splitting.
+# while minigrad's kernels run, BLAS is held to one thread, and the pool does the splitting.
+#
+# This module is the one place that changes the BLAS thread count. NumPy's OpenBLAS (pthreads
+# build) keeps one count for the whole process, which ``openblas_set_num_threads`` may change
+# from any thread; threadpoolctl (3.8) lets only the first thread that set it change it again
+# and silently ignores every other thread, so the limit is set here through the library's own
+# function. An OpenMP build keeps one count per thread: that is set in each thread (and once
+# in each pool thread, which only ever runs minigrad's kernels).
 _blas_lock = threading.Lock()
-_blas_users = 0
-_blas_saved: list = []
-_blas_libs: list | None = None
+_blas_users = 0  # threads inside one_blas_thread
+_blas_saved: dict = {}  # the process-wide libraries' counts outside, while _blas_users > 0
+_local = threading.local()  # .depth: this thread's nesting; .saved: its per-thread counts
+_blas_libs: tuple[list, list] | None = None
+_libs_lock = threading.Lock()
 
 
-def _blas_controllers() -> list:
-    """threadpoolctl's controllers of the loaded BLAS libraries (none without threadpoolctl)."""
+class _BlasLibrary:
+    """One BLAS library's thread count, read and set from any thread."""
+
+    def __init__(self, controller) -> None:
+        self.per_thread = getattr(controller, "threading_layer", None) == "openmp"
+        self.get: Callable[[], int] = lambda: controller.num_threads
+        self.set: Callable[[int], object] = controller.set_num_threads
+        if controller.internal_api == "openblas" and not self.per_thread:
+            import ctypes
+            for name in ("openblas_get_num_threads", "openblas_set_num_threads"):
+                for affix in ("{}", "scipy_{}", "{}64_", "scipy_{}64_", "{}_64", "scipy_{}_64"):
+                    fn = getattr(controller.dynlib, affix.format(name), None)
+                    if fn is not None:
+                        break
+                else:  # pragma: no cover - an OpenBLAS without the usual symbols
+                    return
+                fn.restype, fn.argtypes = (ctypes.c_int, []) if "get" in name else \
+                    (None, [ctypes.c_int])
+                if "get" in name:
+                    self.get = fn
+                else:
+                    self.set = fn
+
+
+def _blas_libraries() -> tuple[list, list]:
+    """(process-wide, per-thread) BLAS libraries loaded now (none without threadpoolctl)."""
     global _blas_libs
-    if _blas_libs is None:
+    if _blas_libs is not None:
+        return _blas_libs
+    with _libs_lock:  # once: every caller must see the same objects (they key _blas_saved)
+        if _blas_libs is not None:
+            return _blas_libs
         try:
             from threadpoolctl import ThreadpoolController
-            _blas_libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+            libs = [_BlasLibrary(c) for c in
+                    ThreadpoolController().select(user_api="blas").lib_controllers]
         except Exception:  # pragma: no cover - threadpoolctl missing or failing: no limit
-            _blas_libs = []
-    return _blas_libs
+            libs = []
+        _blas_libs = ([lib for lib in libs if not lib.per_thread],
+                      [lib for lib in libs if lib.per_thread])
+        return _blas_libs
+
+
+def _limit(libs: list) -> dict:
+    """Set each library to one thread; returns their counts before."""
+    saved = {lib: lib.get() for lib in libs}
+    try:
+        for lib, n in saved.items():
+            if n != 1:
+                lib.set(1)
+    except BaseException:
+        _restore(saved)
+        raise
+    return saved
+
+
+def _restore(saved: dict) -> None:
+    """Give each library back its saved thread count, if it still has the 1 we set."""
+    for lib, n in saved.items():
+        if n != 1 and lib.get() == 1:
+            lib.set(n)
+
+
+def _one_thread_in_pool_threads() -> None:
+    for lib in _blas_libraries()[1]:
+        lib.set(1)
 
 
 class one_blas_thread:
-    """Context manager: BLAS uses one thread inside (re-entrant and thread-safe: the first to
-    enter saves the BLAS thread counts, the last to leave restores them, unless someone set
-    another count meanwhile)."""
+    """Context manager: BLAS uses one thread inside, whichever thread enters (re-entrant and
+    thread-safe: the first thread in saves the thread counts, the last out restores them,
+    unless someone set another count meanwhile)."""
 
     def __enter__(self) -> None:
         global _blas_users
-        with _blas_lock:
-            if _blas_users == 0:
-                saved = [(lib, lib.num_threads) for lib in _blas_controllers()]
-                try:
-                    for lib, n in saved:
-                        if n != 1:
-                            lib.set_num_threads(1)
-                except BaseException:
-                    _restore(saved)
-                    raise
-                _blas_saved[:] = saved
-            _blas_users += 1
+        depth = getattr(_local, "depth", 0)
+        if depth == 0:
+            shared, own = _blas_libraries()
+            with _blas_lock:
+                if _blas_users == 0:
+                    _blas_saved.clear()
+                    _blas_saved.update(_limit(shared))
+                _blas_users += 1
+            try:
+                _local.saved = _limit(own)
+            except BaseException:
+                _leave_shared()
+                raise
+        _local.depth = depth + 1
 
     def __exit__(self, *exc: object) -> None:
-        global _blas_users
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                _restore(_blas_saved)
+        _local.depth -= 1
+        if _local.depth == 0:
+            try:
+                _restore(_local.saved)
+            finally:
+                _leave_shared()
 
 
-def _restore(saved: list) -> None:
-    """Give each library back its saved thread count, if it still has the 1 we set."""
-    for lib, n in saved:
-        if n != 1 and lib.num_threads == 1:
-            lib.set_num_threads(n)
+def _leave_shared() -> None:
+    global _blas_users
+    with _blas_lock:
+        _blas_users -= 1
+        if _blas_users == 0:
+            _restore(_blas_saved)
+
+
+class blas_threads:
+    """Context manager: BLAS uses ``n`` threads inside, outside ``one_blas_thread`` sections
+    (for the process; for a per-thread (OpenMP) BLAS, in this thread). The one way to change
+    the BLAS thread count that minigrad's own limit respects (``python -m vit --threads N``).
+    """
+
+    def __init__(self, n: int) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"blas_threads n: got {n!r}; expected a positive integer")
+        self.n = n
+        self._before: list = []
+
+    def __enter__(self) -> None:
+        self._before.append(_set_outside(self.n))
+
+    def __exit__(self, *exc: object) -> None:
+        _set_outside(self._before.pop())
+
+
+def _set_outside(counts) -> dict:
+    """Set every library's count outside one_blas_thread (an int, or a dict by library);
+    returns the counts before. Inside a section, the count takes effect on leaving it."""
+    shared, own = _blas_libraries()
+    before = {}
+    with _blas_lock:
+        for lib in shared:
+            before[lib] = _blas_saved[lib] if _blas_users else lib.get()
+            n = counts if isinstance(counts, int) else counts[lib]
+            if _blas_users:
+                _blas_saved[lib] = n
+            else:
+                lib.set(n)
+    inside = getattr(_local, "depth", 0) > 0
+    for lib in own:
+        before[lib] = _local.saved[lib] if inside else lib.get()
+        n = counts if isinstance(counts, int) else counts[lib]
+        if inside:
+            _local.saved[lib] = n
+        else:
+            lib.set(n)
+    return before

@@ -6,11 +6,10 @@ line on stderr; a run that diverges, or cannot write (a full disk), exits with s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -284,16 +283,11 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-@contextlib.contextmanager
-def _blas_threads(n: int) -> Iterator[None]:
-    """Limit BLAS threads: with many tiny matrices, extra threads only add overhead."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # a declared dependency; run unlimited if it is missing anyway
-        yield
-        return
-    with threadpool_limits(limits=n, user_api="blas"):
-        yield
+def _blas_threads(n: int):
+    """BLAS threads outside minigrad's kernels (which run BLAS on one thread themselves):
+    minigrad.blocks owns the count, so the two limits cannot undo each other."""
+    from minigrad.blocks import blas_threads
+    return blas_threads(n)
 
 
 def main(argv: list[str] | None = None) -> int:

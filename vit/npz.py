@@ -3,11 +3,12 @@ and check every member's declared size before allocating it."""
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
 import zlib
 
 import numpy as np
+
+from .atomic import write_atomic
 
 __all__ = ["save_npz_atomic", "load_npz", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS"]
 
@@ -31,41 +32,10 @@ def _fspath(path, what: str) -> str:
 
 
 def save_npz_atomic(path, arrays: dict) -> None:
-    """``np.savez`` to a temporary file beside ``path``, fsync, rename over ``path``, then
-    fsync the folder: at any moment ``path`` is either the old file or the complete new one."""
-    path = _fspath(path, "save path")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{path}: the folder {folder} does not exist; expected an "
-                                "existing folder to save into")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
-    except OSError as e:
-        raise OSError(e.errno, f"cannot write {path} ({e.strerror}); any previous file there "
-                      "is unchanged") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):  # a full disk...
-            raise OSError(e.errno, f"cannot write {path} ({e.strerror}); any previous file "
-                          "there is unchanged") from None
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover (platforms without directory file descriptors)
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(dir_fd)
+    """``np.savez`` through :func:`vit.atomic.write_atomic`: a temporary file beside ``path``,
+    fsync, rename over ``path`` (replacing a symlink there, never following it), fsync the
+    folder; the umask's permissions. At any moment ``path`` is the old file or the new one."""
+    write_atomic(path, lambda f: np.savez(f, **arrays))
 
 
 def _member_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str):

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_atomic
+
 __all__ = ["require_matplotlib", "confusion_matrix", "plot_curves", "plot_confusion",
            "plot_attention"]
 
@@ -99,8 +101,13 @@ def plot_attention(images: np.ndarray, maps: np.ndarray, labels: np.ndarray,
 
 
 def _save(fig: Any, path: str | os.PathLike) -> Path:
+    """Draw ``fig`` into a temporary file beside ``path`` and rename it over ``path``
+    (vit.atomic: a symlink at ``path`` is replaced, never followed)."""
     import matplotlib.pyplot as plt
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    try:
+        fig.tight_layout()
+        fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
+        write_atomic(path, lambda f: fig.savefig(f, format=fmt, dpi=80))
+    finally:
+        plt.close(fig)
     return Path(path)

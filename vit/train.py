@@ -4,6 +4,10 @@
 
     OUT/checkpoint.npz   the whole state after the last completed epoch (vit/checkpoint.py)
     OUT/metrics.jsonl    one JSON object per epoch (flushed and fsynced line by line)
+    OUT/.run.lock        while the run lives: its flock, pid, host and start (vit/runfolder.py)
+
+Every file is written through vit/atomic.py (never through a symlink at its name, with the
+umask's permissions), and only the run that holds the lock writes in the folder.
 
 All randomness after the model's initialization (shuffling, mixup) comes from one
 ``np.random.Generator`` saved in the checkpoint, and the learning-rate schedule is defined by
@@ -15,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -28,10 +31,12 @@ import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
+from .atomic import append_line, open_append_nofollow, write_atomic
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
 from .model import TinyViT
+from .runfolder import RunLock, read_metrics, remove_stale_temps
 
 __all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
            "build_model", "decay_groups", "build_optimizer", "evaluate",
@@ -204,45 +209,39 @@ def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np
     return loss, int(np.sum(np.argmax(logits, axis=1) == y))
 
 
-def prepare_out(out: Path, resume: bool, overwrite: bool = False) -> Path:
-    """Create ``out`` and prove it writable before any training; refuse to clobber a run."""
+def prepare_out(out: Path, resume: bool, overwrite: bool = False) -> RunLock:
+    """Create ``out`` and take its lock (proving it writable) before anything is written;
+    refuse a folder another live run holds, and refuse to clobber a finished run. Returns
+    the held lock; only its holder removes the temporary files a killed run left."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
     except OSError as e:
         raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
-    for stale in out.glob(".tmp-*.npz"):  # a checkpoint write that was killed midway
-        stale.unlink()
-    has_run = (out / CHECKPOINT).exists()
-    if resume and not has_run:
-        raise ValueError(f"--resume: {out / CHECKPOINT} does not exist; nothing to resume")
-    if has_run and not (resume or overwrite):
-        raise ValueError(f"--out {out} already holds a run; pass --resume to continue it or "
-                         "--overwrite to start again")
-    return out
+    lock = RunLock(out).acquire()
+    try:
+        has_run = (out / CHECKPOINT).exists()
+        if resume and not has_run:
+            raise ValueError(f"--resume: {out / CHECKPOINT} does not exist; nothing to resume")
+        if has_run and not (resume or overwrite):
+            raise ValueError(f"--out {out} already holds a run; pass --resume to continue it "
+                             "or --overwrite to start again")
+        remove_stale_temps(out, before=lock.since)  # writes killed midway, by earlier runs
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
-def read_metrics(path: str | os.PathLike) -> list[dict]:
-    """The epochs recorded in a ``metrics.jsonl`` (a torn last line is ignored)."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return rows
-
-
-def _keep_metrics(path: Path, epochs: int) -> None:
-    """Drop records of epochs after the checkpoint's (they are about to be redone)."""
-    rows = read_metrics(path) if path.exists() else []
+def _keep_metrics(path: Path, epochs: int, log: Callable[[str], None]) -> None:
+    """Drop records of epochs after the checkpoint's (they are about to be redone), saying
+    so; a log that cannot be read in full is refused before anything is rewritten."""
+    rows = read_metrics(path, note=log) if os.path.lexists(path) else []
+    later = [r["epoch"] for r in rows if r["epoch"] > epochs]
+    if later:
+        log(f"{path}: the rows of epochs {later[0]}..{later[-1]} come after the checkpoint's "
+            f"epoch {epochs}; dropped, to be redone")
     text = "".join(json.dumps(r) + "\n" for r in rows if r["epoch"] <= epochs)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False,
@@ -257,7 +256,14 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     """
     o = options.resolved()
     data = load_task(o)  # bad data fails before any folder is made
-    out = prepare_out(Path(out), resume, overwrite)
+    out = Path(out)
+    with prepare_out(out, resume, overwrite):  # held until the run ends, however it ends
+        return _run(options, o, data, out, resume, stop_after, quiet, log)
+
+
+def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resume: bool,
+         stop_after: int | None, quiet: bool, log: Callable[[str], None]) -> list[dict]:
+    """The body of :func:`train`, in a folder whose lock is held."""
     ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
     ck = load_checkpoint(ckpt_path) if resume else None
     if ck and TrainOptions.from_dict(ck.options).resolved() != o:
@@ -278,10 +284,10 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
         optimizer.load_state_dict(ck.optim)
         schedule.load_state_dict(ck.sched)
         rng, start = ck.rng, ck.epoch
-        _keep_metrics(metrics_path, start)
+        _keep_metrics(metrics_path, start, log)
     else:
         rng, start = np.random.default_rng([o.seed, 1]), 0
-        metrics_path.write_text("", encoding="utf-8")
+        write_atomic(metrics_path, lambda f: None)  # replaces whatever is there, links too
 
     def checkpoint(epoch: int) -> None:
         save_checkpoint(ckpt_path, model=model, options=asdict(options), epoch=epoch,
@@ -301,7 +307,7 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     bar = tqdm(total=(end - start) * steps, disable=quiet, unit="step", dynamic_ncols=True,
                leave=False)
     try:
-        with open(metrics_path, "a", encoding="utf-8") as metrics:
+        with open_append_nofollow(metrics_path) as metrics:
             for epoch in range(start + 1, end + 1):
                 t0 = time.perf_counter()
                 bar.set_description(f"epoch {epoch}/{o.epochs}")
@@ -333,9 +339,7 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
                 row = dict(epoch=epoch, train_loss=loss_sum / seen, train_acc=correct / seen,
                            test_loss=test_loss, test_acc=test_acc, lr=lr,
                            seconds=time.perf_counter() - t0)
-                metrics.write(json.dumps(row) + "\n")
-                metrics.flush()
-                os.fsync(metrics.fileno())
+                append_line(metrics, json.dumps(row), metrics_path)
                 checkpoint(epoch)
                 history.append(row)
                 if epoch == end or epoch % max(1, o.epochs // 10) == 0:

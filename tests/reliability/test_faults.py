@@ -160,10 +160,8 @@ def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one(tmp_path, stag
 
 
 def test_the_write_is_temp_file_fsync_rename_and_every_saver_uses_it():
-    src = inspect.getsource(save_npz_atomic)
-    order = [src.index(s) for s in ("mkstemp(", "np.savez(", "os.fsync(f.fileno())",
-                                    "os.replace(tmp, path)", "os.fsync(dir_fd)")]
-    assert order == sorted(order)
+    # the order of the steps inside write_atomic: tests/reliability/test_run_folder.py
+    assert "write_atomic(" in inspect.getsource(save_npz_atomic)
     assert "save_npz_atomic(" in inspect.getsource(save_checkpoint)
     assert "save_npz_atomic(" in inspect.getsource(TinyViT.save)
 

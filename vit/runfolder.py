@@ -1,0 +1,259 @@
+"""One run per run folder: an exclusive lock held for the run's whole life.
+
+``RunLock(folder)`` takes ``fcntl.flock(LOCK_EX | LOCK_NB)`` on ``folder/.run.lock`` before
+the run writes anything and keeps it until the run ends. The holder's pid, host and start
+time are written into the file, so a second run (``--overwrite`` included) is refused with
+an error that names the holder. A lock whose holder died is released by the kernel with
+the process: it never needs cleaning up. The file is removed when the run ends; a process
+that locked a file removed meanwhile checks the name still leads to the file it locked, and
+tries again if not (so two runs can never both hold the folder).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import time
+from pathlib import Path
+
+from .atomic import TEMP_PREFIX
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
+
+__all__ = ["LOCK", "RunLock", "RunFolderBusy", "remove_stale_temps", "read_metrics",
+           "check_metrics_row", "METRIC_FIELDS"]
+
+#: The lock file inside a run folder.
+LOCK = ".run.lock"
+#: The temporary files a run leaves when killed mid-write (checkpoint, metrics).
+RUN_TEMPS = (".npz", ".jsonl")
+_MAX_HOLDER_BYTES = 4096  # what is read of another holder's lock file
+
+
+class RunFolderBusy(ValueError):
+    """Another live process holds the run folder."""
+
+
+class RunLock:
+    """Context manager: hold ``folder`` for this run (``what`` names the folder in errors)."""
+
+    def __init__(self, folder: str | os.PathLike, what: str = "--out") -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK
+        self.what = what
+        self.fd: int | None = None
+        self.since = 0.0  # time.time() when the lock was taken
+
+    def acquire(self) -> RunLock:
+        if fcntl is None:  # pragma: no cover
+            raise RuntimeError("run-folder locks need fcntl (POSIX)")
+        for _ in range(100):  # a holder removing its file between our open and our lock
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _describe_holder(fd)
+                os.close(fd)
+                raise RunFolderBusy(
+                    f"{self.what} {self.folder}: another run is using this folder ({holder}); "
+                    f"expected a folder no live run holds: wait for it to end or choose "
+                    f"another {self.what}") from None
+            except OSError as e:
+                os.close(fd)
+                raise self._unwritable(e) from None
+            try:
+                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # we locked a file its last holder had just removed
+        else:  # pragma: no cover
+            raise RunFolderBusy(f"{self.what} {self.folder}: the lock keeps changing hands")
+        try:
+            info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (info + "\n").encode(), 0)
+            os.fsync(fd)
+        except OSError as e:
+            os.close(fd)
+            raise self._unwritable(e) from None
+        self.fd, self.since = fd, time.time()
+        return self
+
+    def _open(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+            getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags, 0o666)
+        except OSError as e:
+            if os.path.islink(self.path):
+                raise ValueError(f"{self.what} {self.folder}: {LOCK} is a symbolic link; "
+                                 "expected a regular file (or none)") from None
+            if os.path.lexists(self.path):
+                raise ValueError(f"{self.what} {self.folder}: {LOCK} is not a regular file "
+                                 f"({e.strerror}); expected a regular file (or none)") from None
+            raise self._unwritable(e) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ValueError(f"{self.what} {self.folder}: {LOCK} is not a regular file; "
+                             "expected a regular file (or none)")
+        return fd
+
+    def _unwritable(self, e: OSError) -> ValueError:
+        return ValueError(f"{self.what} {self.folder}: not a writable folder "
+                          f"({e.strerror or e})")
+
+    def release(self) -> None:
+        """Remove the lock file (if it is still ours) and let the lock go."""
+        if self.fd is None:
+            return
+        fd, self.fd = self.fd, None
+        try:
+            if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                os.unlink(self.path)
+        except OSError:
+            pass  # gone or unremovable: the kernel still releases the lock below
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> RunLock:
+        return self if self.fd is not None else self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _describe_holder(fd: int) -> str:
+    """What the holder wrote (pid, host, start time), read defensively: it is only shown."""
+    try:
+        raw = os.pread(fd, _MAX_HOLDER_BYTES, 0)
+        info = json.loads(raw.decode("utf-8"))
+        return (f"pid {int(info['pid'])} on {_printable(info['host'], 100)} started "
+                f"{_printable(info['started'], 40)}")
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):
+        return "a process that has not written its details yet"
+
+
+def _printable(value: object, limit: int) -> str:
+    """At most ``limit`` characters of ``value``, without control characters (escapes)."""
+    return "".join(c for c in str(value)[:limit] if c.isprintable())
+
+
+def remove_stale_temps(folder: str | os.PathLike, before: float) -> list[str]:
+    """Remove the temporary files (``.tmp-*.npz``, ``.tmp-*.jsonl``) a killed run left in
+    ``folder``: regular files only, last written before ``before`` (the time the caller, who
+    holds the folder's lock, took it). Returns the names removed."""
+    removed = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith(TEMP_PREFIX) and name.endswith(RUN_TEMPS)):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < before:
+                    os.unlink(entry.path)
+                    removed.append(name)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+# ---- the metrics log ----------------------------------------------------------------------
+#: The fields of one metrics row, as ``vit train`` writes them, and the range of each number.
+METRIC_FIELDS = {"train_loss": (0.0, None), "train_acc": (0.0, 1.0), "test_loss": (0.0, None),
+                 "test_acc": (0.0, 1.0), "lr": (0.0, None), "seconds": (0.0, None)}
+#: The longest line read (a row is about 200 bytes) and the largest log read.
+MAX_METRICS_LINE = 4096
+MAX_METRICS_BYTES = 1 << 28
+
+
+def check_metrics_row(row: object, previous_epoch: int = 0) -> str | None:
+    """What is wrong with one decoded row (None if nothing): a JSON object with exactly the
+    keys ``vit train`` writes, ``epoch`` an integer above ``previous_epoch``, every other
+    field a finite number in its range."""
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__}, not an object"
+    expected = {"epoch", *METRIC_FIELDS}
+    if set(row) != expected:
+        missing, extra = sorted(expected - set(row)), sorted(set(row) - expected)
+        return ", ".join(([f"missing {missing}"] if missing else [])
+                         + ([f"unknown {[k[:40] for k in extra][:5]}"] if extra else []))
+    epoch = row["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        return f"epoch is {_short(epoch)} ({type(epoch).__name__}), not an integer"
+    if epoch <= previous_epoch:
+        return (f"epoch {epoch} after epoch {previous_epoch}" if previous_epoch else
+                f"epoch {epoch}, not a positive integer")
+    for name, (low, high) in METRIC_FIELDS.items():
+        value = row[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{name} is {_short(value)} ({type(value).__name__}), not a number"
+        if not (value == value and abs(value) != float("inf")):
+            return f"{name} is {value}, not a finite number"
+        if value < low or (high is not None and value > high):
+            return f"{name} is {value}, outside [{low}, {high if high is not None else 'inf'}]"
+    return None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_metrics(path: str | os.PathLike, note=None) -> list[dict]:
+    """Every row of a ``metrics.jsonl``, each checked by :func:`check_metrics_row`.
+
+    A torn last line (no newline, not valid JSON: a kill in the middle of its write) is
+    ignored, and ``note`` (default: a RuntimeWarning) is told so. Any other bad line is a
+    ValueError naming the file, the line and what is wrong: no row is ever dropped silently.
+    """
+    where = os.fspath(path)
+    fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{where}: not a regular file; expected the metrics log "
+                             "`vit train` writes")
+        if st.st_size > MAX_METRICS_BYTES:
+            raise ValueError(f"{where}: {st.st_size:,} bytes; expected at most "
+                             f"{MAX_METRICS_BYTES:,} for a metrics log")
+        rows, number = [], 0
+        while True:
+            raw = f.readline(MAX_METRICS_LINE + 1)
+            if not raw:
+                return rows
+            number += 1
+            last = not raw.endswith(b"\n")
+            if last and len(raw) > MAX_METRICS_LINE:
+                raise ValueError(f"{where}: line {number} is longer than {MAX_METRICS_LINE} "
+                                 "bytes; expected one metrics row per line")
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                if last and f.read(1) == b"":
+                    message = (f"{where}: line {number} is incomplete (a run stopped while "
+                               "writing it); ignored")
+                    if note is None:
+                        import warnings
+                        warnings.warn(message, RuntimeWarning, stacklevel=2)
+                    else:
+                        note(message)
+                    return rows
+                reason = e.reason if isinstance(e, UnicodeDecodeError) else \
+                    getattr(e, "msg", str(e))
+                raise ValueError(f"{where}: line {number} is not valid JSON ({reason}); "
+                                 "expected one metrics row per line as `vit train` writes; "
+                                 "nothing was changed") from None
+            problem = check_metrics_row(row, rows[-1]["epoch"] if rows else 0)
+            if problem:
+                raise ValueError(f"{where}: line {number}: {problem}; expected a row "
+                                 f"{{epoch, {', '.join(METRIC_FIELDS)}}} as `vit train` "
+                                 "writes; nothing was changed")
+            rows.append(row)
