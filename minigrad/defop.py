@@ -12,8 +12,9 @@ Every built-in op is written this way, and so can yours::
         return y, lambda g: g / (1.0 + np.exp(-x))
 
 The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
-by its ``.data``, every NumPy scalar by the Python number it holds, so that it does not
-promote a float32 tensor to float64; everything else is passed through unchanged) and returns
+by its ``.data``, every NumPy scalar by the Python number it holds, and, when some operand has
+dimensions, every 0-d array (a 0-d Tensor's too) by the Python number it holds: so none of them
+promotes a float32 tensor to float64; everything else is passed through unchanged) and returns
 ``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
 output's gradient ``g`` to that argument's gradient (a single function when only the first
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
@@ -36,7 +37,7 @@ import numpy as np
 from .graph import Node, _mode
 from .tensor import Tensor
 
-__all__ = ["op", "record", "as_array_input"]
+__all__ = ["op", "record", "as_array_input", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
 
@@ -62,6 +63,40 @@ def as_array_input(value: Any, op: str, param: str) -> Any:
         raise TypeError(f"{op} {param}: got an array of dtype {value.dtype}; expected real "
                         "numbers (a bool, integer or floating dtype)")
     return value
+
+
+def weakly_typed(args: list, kwargs: dict | None = None) -> None:
+    """Replace, in place, each 0-d real array among an op's arguments by the Python number it
+    holds, when some other argument is an array with dimensions.
+
+    NumPy (NEP 50) treats Python numbers as weakly typed: ``x32 * 0.5`` stays float32, while
+    a 0-d float64 array is strongly typed and promotes ``x32 * np.array(0.5)`` to float64.
+    Converted, a 0-d operand follows the dimensioned one's dtype within its kind, as PyTorch
+    does for 0-d tensors. Among 0-d operands only nothing changes: NumPy's ordinary rules.
+    """
+    zero_d = dims = False
+    for a in args:
+        if isinstance(a, np.ndarray):
+            if a.ndim:
+                dims = True
+            else:
+                zero_d = True
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, np.ndarray):
+                if a.ndim:
+                    dims = True
+                else:
+                    zero_d = True
+    if not (zero_d and dims):
+        return
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray) and not a.ndim and a.dtype.kind in _REAL_KINDS:
+            args[i] = a.item()
+    if kwargs:
+        for k, a in kwargs.items():
+            if isinstance(a, np.ndarray) and not a.ndim and a.dtype.kind in _REAL_KINDS:
+                kwargs[k] = a.item()
 
 
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
@@ -134,6 +169,8 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 if a is None and optional:
                     continue
                 raw[i] = as_array_input(a, opname, param)
+        if len(raw) > 1 or kwargs:
+            weakly_typed(raw, kwargs)
         out, vjps = forward(*raw, **kwargs)
         return record(out, args, vjps, opname)
 

@@ -89,7 +89,10 @@ def linear(x, weight, bias=None):
     small = flops < BLAS_THREADED_FLOPS  # one plain product each: no splitting, no BLAS limit
     out = x2 @ weight if small else _product(x2, weight, rows, flops)
     if bias is not None:
-        out += bias  # out is this op's own array
+        if np.result_type(out, bias) == out.dtype:
+            out += bias  # out is this op's own array
+        else:  # a bias of a wider dtype widens the result, as NumPy's x @ W + b does
+            out = out + bias
 
     def vjp_x(g):
         g2 = g.reshape(rows, n)

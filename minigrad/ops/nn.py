@@ -171,6 +171,9 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     _check_layer_norm(x, weight, bias, eps)
     shape = x.shape  # the VJPs keep x̂ and r, not x
     x2 = _rows(x)
+    dtype = np.result_type(x2, *(p for p in (weight, bias) if p is not None))
+    if dtype != x2.dtype:  # float64 parameters widen a float32 x, as in x̂ ⊙ w + b in NumPy
+        x2 = x2.astype(dtype)
     n = x2.shape[1]
     xhat = np.empty_like(x2)
     rstd = np.empty((x2.shape[0], 1), dtype=x2.dtype)
