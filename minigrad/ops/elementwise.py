@@ -13,6 +13,7 @@ from ..defop import op
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs",
     "sigmoid", "relu", "maximum", "minimum", "where", "clip", "astype",
+    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
 ]
 
 
@@ -218,3 +219,22 @@ def astype(a, dtype):
                         "floating)")
     out = a.astype(dtype, copy=False)
     return out, (_identity if out.dtype.kind == "f" else None,)
+
+
+def _comparison(ufunc):
+    def compare(a, b):
+        return ufunc(a, b), (None, None)
+
+    compare.__name__ = compare.__qualname__ = ufunc.__name__
+    compare.__doc__ = f"out = np.{ufunc.__name__}(a, b), a bool Tensor.   Not differentiable."
+    return op(compare, arrays=2)
+
+
+# The Tensor comparison operators: through ``op`` like every op, so 0-d operands are weakly
+# typed and the result holds a 0-d array, never the NumPy scalar that ``a < b`` gives.
+less = _comparison(np.less)
+less_equal = _comparison(np.less_equal)
+greater = _comparison(np.greater)
+greater_equal = _comparison(np.greater_equal)
+equal = _comparison(np.equal)
+not_equal = _comparison(np.not_equal)

@@ -33,9 +33,9 @@ def matmul(a, b):
     (B·N, k) @ (k, n) product, and b̄ = Σ_batch aᵀ g as one (k, B·N) @ (B·N, n) product,
     so no (B, k, n) stack of per-example products is ever formed.
     """
-    if a.ndim == 0 or b.ndim == 0:
+    if np.ndim(a) == 0 or np.ndim(b) == 0:  # a 0-d operand arrives as a Python number
         raise ValueError(
-            f"matmul: got operands of shapes {a.shape} and {b.shape}; expected at least 1-D "
+            f"matmul: got operands of shapes {np.shape(a)} and {np.shape(b)}; expected at least 1-D "
             "operands (use * for scalars)"
         )
     if a.ndim == 1 and b.ndim == 1:
