@@ -37,7 +37,7 @@ import numpy as np
 from .graph import Node, _mode
 from .tensor import Tensor
 
-__all__ = ["op", "record", "as_array_input", "weakly_typed"]
+__all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
 
@@ -63,6 +63,13 @@ def as_array_input(value: Any, op: str, param: str) -> Any:
         raise TypeError(f"{op} {param}: got an array of dtype {value.dtype}; expected real "
                         "numbers (a bool, integer or floating dtype)")
     return value
+
+
+def as_floating(a: Any) -> np.ndarray:
+    """``a`` as a floating array: integer and bool data become float64 (as ``np.mean``
+    computes them). For the ops that NumPy has no function of its own to follow."""
+    a = np.asarray(a)
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
 
 
 def weakly_typed(args: list, kwargs: dict | None = None) -> None:
