@@ -79,31 +79,30 @@ def weakly_typed(args: list, kwargs: dict | None = None) -> None:
     NumPy (NEP 50) treats Python numbers as weakly typed: ``x32 * 0.5`` stays float32, while
     a 0-d float64 array is strongly typed and promotes ``x32 * np.array(0.5)`` to float64.
     Converted, a 0-d operand follows the dimensioned one's dtype within its kind, as PyTorch
-    does for 0-d tensors. Among 0-d operands only nothing changes: NumPy's ordinary rules.
+    does for 0-d tensors. With only 0-d operands nothing changes: NumPy's ordinary rules.
     """
     zero_d = dims = False
-    for a in args:
-        if isinstance(a, np.ndarray):
-            if a.ndim:
+    for x in args:
+        if type(x) is np.ndarray:
+            if x.shape:
                 dims = True
             else:
                 zero_d = True
     if kwargs:
-        for a in kwargs.values():
-            if isinstance(a, np.ndarray):
-                if a.ndim:
+        for x in kwargs.values():
+            if type(x) is np.ndarray:
+                if x.shape:
                     dims = True
                 else:
                     zero_d = True
     if not (zero_d and dims):
         return
-    for i, a in enumerate(args):
-        if isinstance(a, np.ndarray) and not a.ndim and a.dtype.kind in _REAL_KINDS:
-            args[i] = a.item()
-    if kwargs:
-        for k, a in kwargs.items():
-            if isinstance(a, np.ndarray) and not a.ndim and a.dtype.kind in _REAL_KINDS:
-                kwargs[k] = a.item()
+    for i, x in enumerate(args):
+        if type(x) is np.ndarray and not x.shape and x.dtype.kind in _REAL_KINDS:
+            args[i] = x.item()
+    for k, x in (kwargs or {}).items():
+        if type(x) is np.ndarray and not x.shape and x.dtype.kind in _REAL_KINDS:
+            kwargs[k] = x.item()
 
 
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
@@ -162,12 +161,31 @@ def op(forward: Callable | None = None, *, name: str | None = None,
 
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
-        if kwargs and any(isinstance(v, Tensor) for v in kwargs.values()):
-            args, kwargs = by_position(args, kwargs)
+        keyword_array = False  # an array passed by keyword: a 0-d one is weakly typed too
+        for v in kwargs.values():
+            if isinstance(v, Tensor):
+                args, kwargs = by_position(args, kwargs)
+                keyword_array = True  # what is left may hold arrays: weakly_typed looks
+                break
+            if type(v) is np.ndarray:
+                keyword_array = True
         # NumPy scalars become Python numbers, which NumPy (NEP 50) treats as weakly typed:
-        # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does.
-        raw = [a.data if isinstance(a, Tensor) else a.item() if isinstance(a, np.generic) else a
-               for a in args]
+        # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does. 0-d
+        # arrays next to an array with dimensions follow (``weakly_typed``); this one loop
+        # notes whether there are any, so that other calls pay almost nothing for it.
+        raw = []
+        zero_d = dims = False
+        for a in args:
+            if isinstance(a, Tensor):
+                a = a.data
+            elif isinstance(a, np.generic):
+                a = a.item()
+            if type(a) is np.ndarray:
+                if a.shape:
+                    dims = True
+                else:
+                    zero_d = True
+            raw.append(a)
         for i, param, optional in checked:
             if i < len(raw):
                 a = raw[i]
@@ -175,8 +193,10 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                     continue
                 if a is None and optional:
                     continue
-                raw[i] = as_array_input(a, opname, param)
-        if len(raw) > 1 or kwargs:
+                raw[i] = a = as_array_input(a, opname, param)
+                if type(a) is np.ndarray and a.shape:  # a nested list, now an array
+                    dims = True
+        if zero_d and dims or keyword_array:
             weakly_typed(raw, kwargs)
         out, vjps = forward(*raw, **kwargs)
         return record(out, args, vjps, opname)
