@@ -169,3 +169,23 @@ def test_a_module_computes_in_its_own_dtype(dtype, given):
         out = F.sum(lin(xt)) + F.sum(norms[0](xt) * np.arange(3.0))
         out.backward()
         assert xt.grad.dtype == given and lin.weight.grad.dtype == dtype
+
+
+def test_a_custom_op_gets_a_0d_operand_as_a_python_number_and_its_gradient_back():
+    seen = []
+
+    @mg.op
+    def scaled(a, s):
+        """y = s · a.   VJP: ā = s g, s̄ = Σ a g (the engine sums the broadcast back)."""
+        seen.append(type(s))
+        return a * s, (lambda g: g * s, lambda g: g * a)
+
+    x32 = mg.Tensor(np.arange(1.0, 4.0, dtype=np.float32), requires_grad=True)
+    s = mg.Tensor(np.array(2.0), requires_grad=True)
+    out = scaled(x32, s)
+    assert seen == [float] and out.dtype == np.float32
+    out.backward(np.array([1.0, -2.0, 0.5], np.float32))
+    assert s.grad.dtype == np.float64 and s.grad.shape == ()
+    assert s.grad == 1.0 * 1 - 2.0 * 2 + 0.5 * 3
+    scaled(mg.Tensor(np.array(3.0)), s)  # only 0-d operands: arrays, as NumPy would have them
+    assert seen[-1] is np.ndarray
