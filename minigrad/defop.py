@@ -12,9 +12,10 @@ Every built-in op is written this way, and so can yours::
         return y, lambda g: g / (1.0 + np.exp(-x))
 
 The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
-by its ``.data``, every NumPy scalar by the Python number it holds, and, when some operand has
-dimensions, every 0-d array (a 0-d Tensor's too) by the Python number it holds: so none of them
-promotes a float32 tensor to float64; everything else is passed through unchanged) and returns
+by its ``.data``, every NumPy scalar by the Python number it holds, and, when an array input
+has dimensions, every 0-d array (a 0-d Tensor's too) by the Python number it holds: so none
+of them promotes a float32 tensor to float64; everything else is passed through unchanged)
+and returns
 ``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
 output's gradient ``g`` to that argument's gradient (a single function when only the first
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
@@ -72,37 +73,26 @@ def as_floating(a: Any) -> np.ndarray:
     return a if a.dtype.kind == "f" else a.astype(np.float64)
 
 
-def weakly_typed(args: list, kwargs: dict | None = None) -> None:
-    """Replace, in place, each 0-d real array among an op's arguments by the Python number it
-    holds, when some other argument is an array with dimensions.
+def weakly_typed(args: list, operands: int | None = None) -> None:
+    """Replace, in place, each 0-d real array among an op's positional arguments by the Python
+    number it holds, when one of its operands ``args[:operands]`` (all of ``args`` for None)
+    is an array with dimensions.
 
     NumPy (NEP 50) treats Python numbers as weakly typed: ``x32 * 0.5`` stays float32, while
     a 0-d float64 array is strongly typed and promotes ``x32 * np.array(0.5)`` to float64.
     Converted, a 0-d operand follows the dimensioned one's dtype within its kind, as PyTorch
-    does for 0-d tensors. With only 0-d operands nothing changes: NumPy's ordinary rules.
+    does for 0-d tensors; a 0-d constant (a bound, an axis, an eps) acts as the number it is.
+    With only 0-d operands nothing changes (NumPy's ordinary rules): a 0-d array indexed by
+    an array, say, stays an array.
     """
-    zero_d = dims = False
-    for x in args:
-        if type(x) is np.ndarray:
-            if x.shape:
-                dims = True
-            else:
-                zero_d = True
-    if kwargs:
-        for x in kwargs.values():
-            if type(x) is np.ndarray:
-                if x.shape:
-                    dims = True
-                else:
-                    zero_d = True
-    if not (zero_d and dims):
+    for x in args[:operands]:
+        if type(x) is np.ndarray and x.shape:
+            break
+    else:
         return
     for i, x in enumerate(args):
         if type(x) is np.ndarray and not x.shape and x.dtype.kind in _REAL_KINDS:
             args[i] = x.item()
-    for k, x in (kwargs or {}).items():
-        if type(x) is np.ndarray and not x.shape and x.dtype.kind in _REAL_KINDS:
-            kwargs[k] = x.item()
 
 
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
@@ -136,7 +126,9 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     arrays and numbers, treated as constants) and returns a Tensor. ``arrays`` declares how
     many leading positional parameters are array inputs: those are checked
     (:func:`as_array_input`; None passes only where the parameter's default is None) before
-    the forward runs. The undecorated forward stays reachable as ``.forward``.
+    the forward runs, and they are the operands whose dimensions make 0-d arguments weakly
+    typed (:func:`weakly_typed`; every positional argument is one when ``arrays`` is 0). The
+    undecorated forward stays reachable as ``.forward``.
     """
     if forward is None:
         return functools.partial(op, name=name, arrays=arrays)
@@ -146,10 +138,12 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     checked = [(i, positional[i], signature.parameters[positional[i]].default is None)
                for i in range(min(arrays, len(positional)))]
+    operands = arrays or None  # for weakly_typed: all positional arguments, if not declared
 
     def by_position(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Move keyword arguments that name positional parameters into their positions, so a
-        Tensor passed by keyword (``layer_norm(x, weight=w)``) is an input like any other."""
+        Tensor or array passed by keyword (``layer_norm(x, weight=w)``) is an input like any
+        other."""
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         values = bound.arguments
@@ -161,14 +155,10 @@ def op(forward: Callable | None = None, *, name: str | None = None,
 
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
-        keyword_array = False  # an array passed by keyword: a 0-d one is weakly typed too
         for v in kwargs.values():
-            if isinstance(v, Tensor):
+            if isinstance(v, (Tensor, np.ndarray)):  # an array by keyword: into its position
                 args, kwargs = by_position(args, kwargs)
-                keyword_array = True  # what is left may hold arrays: weakly_typed looks
                 break
-            if type(v) is np.ndarray:
-                keyword_array = True
         # NumPy scalars become Python numbers, which NumPy (NEP 50) treats as weakly typed:
         # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does. 0-d
         # arrays next to an array with dimensions follow (``weakly_typed``); this one loop
@@ -196,8 +186,8 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 raw[i] = a = as_array_input(a, opname, param)
                 if type(a) is np.ndarray and a.shape:  # a nested list, now an array
                     dims = True
-        if zero_d and dims or keyword_array:
-            weakly_typed(raw, kwargs)
+        if zero_d and dims:
+            weakly_typed(raw, operands)
         out, vjps = forward(*raw, **kwargs)
         return record(out, args, vjps, opname)
 

@@ -93,12 +93,14 @@ def test_where_clip_and_ternary_ops_keep_float32():
                  raise_exception=True)
 
 
-def test_fused_ops_take_zero_d_constants_without_promoting():
+def test_fused_ops_take_0d_constants_without_promoting():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 4, 6)).astype(np.float32)
     w = np.ones(6, np.float32)
-    assert F.layer_norm(x, w, w, eps=np.array(1e-5)).dtype == np.float32
-    assert F.self_attention(x, 2, scale=np.array(0.5)).dtype == np.float32
+    for eps in (np.float64(1e-5), np.array(1e-5)):
+        assert F.layer_norm(x, w, w, eps=eps).dtype == np.float32
+    for scale in (np.float64(0.5), np.array(0.5)):
+        assert F.self_attention(x, 2, scale=scale).dtype == np.float32
     assert F.cross_entropy(x[0, 0], np.array(3)).dtype == np.float32
     assert F.sum(mg.Tensor(x) * np.array(2.0), axis=np.array(1)).dtype == np.float32
 

@@ -118,3 +118,27 @@ def test_a_0d_tensor_of_0d_tensors_ops_in_no_grad_mode_holds_an_ndarray():
     with mg.no_grad():
         for out in (a + a, a < a, a.sum(), a[()], -a, F.stack([a, a]).sum()):
             assert type(out.data) is np.ndarray
+
+
+def test_a_0d_operand_indexed_by_an_array_stays_an_array():
+    """Only operands are weakly typed: an index array does not turn the 0-d array it indexes
+    into a Python number."""
+    t = mg.Tensor(2.0, requires_grad=True)
+    for index in (np.array([True]), np.array([0])):  # NumPy's IndexError, not a float's error
+        with pytest.raises(IndexError):
+            np.array(2.0)[index]
+        with pytest.raises(IndexError):
+            t[index]
+    picked = t[np.array(True)]
+    np.testing.assert_array_equal(picked.data, np.array(2.0)[np.array(True)])
+    picked.backward(np.array([3.0]))
+    assert t.grad == 3.0
+    with pytest.raises(ValueError, match="cross_entropy logits"):
+        F.cross_entropy(mg.Tensor(1.0), np.array([0]))
+
+
+def test_constants_are_not_operands():
+    """A 0-d array passed as a constant (an axis, a label) reaches the forward as given."""
+    x = mg.Tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    assert F.sum(x, axis=np.array(1)).shape == (2,)
+    assert F.cross_entropy(x[0], np.array(2)).dtype == np.float32
