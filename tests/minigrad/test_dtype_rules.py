@@ -191,3 +191,32 @@ def test_a_custom_op_gets_a_0d_operand_as_a_python_number_and_its_gradient_back(
     assert s.grad == 1.0 * 1 - 2.0 * 2 + 0.5 * 3
     scaled(mg.Tensor(np.array(3.0)), s)  # only 0-d operands: arrays, as NumPy would have them
     assert seen[-1] is np.ndarray
+
+
+TORCH_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
+                "maximum": "maximum", "minimum": "minimum"}
+
+
+@pytest.mark.parametrize("name", TORCH_BINARY)
+@pytest.mark.parametrize("dim_dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("zero_dtype", [np.float64, np.float32, np.float16, np.int64])
+def test_float_results_and_0d_gradients_agree_with_pytorch(name, dim_dtype, zero_dtype):
+    """Where PyTorch's rule and NumPy's rule for Python numbers agree (a floating operand
+    with dimensions), minigrad gives PyTorch's dtype, values and 0-d gradient."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.5, 2.0, (2, 3)).astype(dim_dtype)
+    z = np.array(2, dtype=zero_dtype)
+    g = rng.standard_normal((2, 3)).astype(dim_dtype)
+    zt = mg.Tensor(z, requires_grad=z.dtype.kind == "f")
+    out = getattr(F, name)(mg.Tensor(x), zt)
+    tz = torch.tensor(z, requires_grad=z.dtype.kind == "f")
+    tout = getattr(torch, TORCH_BINARY[name])(torch.from_numpy(x), tz)
+    assert out.dtype == tout.detach().numpy().dtype
+    tol = 50 * np.finfo(dim_dtype).eps
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=tol)
+    if zt.requires_grad:
+        out.backward(g)
+        tout.backward(torch.from_numpy(g))
+        assert zt.grad.dtype == tz.grad.numpy().dtype and zt.grad.shape == ()
+        np.testing.assert_allclose(zt.grad, tz.grad.numpy(), rtol=tol * 10, atol=tol)
