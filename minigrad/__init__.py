@@ -12,7 +12,7 @@ Every op is a NumPy forward with a hand-written VJP beside it (``minigrad.op``);
 """
 from . import functional
 from . import functional as F
-from . import nn, optim
+from . import heap, nn, optim
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .inspect import GraphSummary, graph_summary
@@ -24,5 +24,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Tensor", "tensor", "as_tensor", "no_grad", "enable_grad", "is_grad_enabled", "op", "record",
     "functional", "F", "gradcheck", "GradcheckError", "GradcheckReport",
-    "taylor_check", "graph_summary", "GraphSummary", "nn", "optim",
+    "taylor_check", "graph_summary", "GraphSummary", "nn", "optim", "heap",
 ]

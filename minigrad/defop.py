@@ -12,8 +12,10 @@ Every built-in op is written this way, and so can yours::
         return y, lambda g: g / (1.0 + np.exp(-x))
 
 The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
-by its ``.data``, every NumPy scalar by the Python number it holds, so that it does not
-promote a float32 tensor to float64; everything else is passed through unchanged) and returns
+by its ``.data``, every NumPy scalar by the Python number it holds, and, when an array input
+has dimensions, every 0-d array (a 0-d Tensor's too) by the Python number it holds: so none
+of them promotes a float32 tensor to float64; everything else is passed through unchanged)
+and returns
 ``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
 output's gradient ``g`` to that argument's gradient (a single function when only the first
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
@@ -36,7 +38,7 @@ import numpy as np
 from .graph import Node, _mode
 from .tensor import Tensor
 
-__all__ = ["op", "record", "as_array_input"]
+__all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
 
@@ -62,6 +64,35 @@ def as_array_input(value: Any, op: str, param: str) -> Any:
         raise TypeError(f"{op} {param}: got an array of dtype {value.dtype}; expected real "
                         "numbers (a bool, integer or floating dtype)")
     return value
+
+
+def as_floating(a: Any) -> np.ndarray:
+    """``a`` as a floating array: integer and bool data become float64 (as ``np.mean``
+    computes them). For the ops that NumPy has no function of its own to follow."""
+    a = np.asarray(a)
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
+
+
+def weakly_typed(args: list, operands: int | None = None) -> None:
+    """Replace, in place, each 0-d real array among an op's positional arguments by the Python
+    number it holds, when one of its operands ``args[:operands]`` (all of ``args`` for None)
+    is an array with dimensions.
+
+    NumPy (NEP 50) treats Python numbers as weakly typed: ``x32 * 0.5`` stays float32, while
+    a 0-d float64 array is strongly typed and promotes ``x32 * np.array(0.5)`` to float64.
+    Converted, a 0-d operand follows the dimensioned one's dtype within its kind, as PyTorch
+    does for 0-d tensors; a 0-d constant (a bound, an axis, an eps) acts as the number it is.
+    With only 0-d operands nothing changes (NumPy's ordinary rules): a 0-d array indexed by
+    an array, say, stays an array.
+    """
+    for x in args[:operands]:
+        if type(x) is np.ndarray and x.shape:
+            break
+    else:
+        return
+    for i, x in enumerate(args):
+        if type(x) is np.ndarray and not x.shape and x.dtype.kind in _REAL_KINDS:
+            args[i] = x.item()
 
 
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
@@ -95,7 +126,9 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     arrays and numbers, treated as constants) and returns a Tensor. ``arrays`` declares how
     many leading positional parameters are array inputs: those are checked
     (:func:`as_array_input`; None passes only where the parameter's default is None) before
-    the forward runs. The undecorated forward stays reachable as ``.forward``.
+    the forward runs, and they are the operands whose dimensions make 0-d arguments weakly
+    typed (:func:`weakly_typed`; every positional argument is one when ``arrays`` is 0). The
+    undecorated forward stays reachable as ``.forward``.
     """
     if forward is None:
         return functools.partial(op, name=name, arrays=arrays)
@@ -105,10 +138,12 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     checked = [(i, positional[i], signature.parameters[positional[i]].default is None)
                for i in range(min(arrays, len(positional)))]
+    operands = arrays or None  # for weakly_typed: all positional arguments, if not declared
 
     def by_position(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Move keyword arguments that name positional parameters into their positions, so a
-        Tensor passed by keyword (``layer_norm(x, weight=w)``) is an input like any other."""
+        Tensor or array passed by keyword (``layer_norm(x, weight=w)``) is an input like any
+        other."""
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         values = bound.arguments
@@ -120,12 +155,27 @@ def op(forward: Callable | None = None, *, name: str | None = None,
 
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
-        if kwargs and any(isinstance(v, Tensor) for v in kwargs.values()):
-            args, kwargs = by_position(args, kwargs)
+        for v in kwargs.values():
+            if isinstance(v, (Tensor, np.ndarray)):  # an array by keyword: into its position
+                args, kwargs = by_position(args, kwargs)
+                break
         # NumPy scalars become Python numbers, which NumPy (NEP 50) treats as weakly typed:
-        # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does.
-        raw = [a.data if isinstance(a, Tensor) else a.item() if isinstance(a, np.generic) else a
-               for a in args]
+        # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does. 0-d
+        # arrays next to an array with dimensions follow (``weakly_typed``); this one loop
+        # notes whether there are any, so that other calls pay almost nothing for it.
+        raw = []
+        zero_d = dims = False
+        for a in args:
+            if isinstance(a, Tensor):
+                a = a.data
+            elif isinstance(a, np.generic):
+                a = a.item()
+            if type(a) is np.ndarray:
+                if a.shape:
+                    dims = True
+                else:
+                    zero_d = True
+            raw.append(a)
         for i, param, optional in checked:
             if i < len(raw):
                 a = raw[i]
@@ -133,7 +183,11 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                     continue
                 if a is None and optional:
                     continue
-                raw[i] = as_array_input(a, opname, param)
+                raw[i] = a = as_array_input(a, opname, param)
+                if type(a) is np.ndarray and a.shape:  # a nested list, now an array
+                    dims = True
+        if zero_d and dims:
+            weakly_typed(raw, operands)
         out, vjps = forward(*raw, **kwargs)
         return record(out, args, vjps, opname)
 

@@ -266,7 +266,9 @@ def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:
     except ValueError:
         raise ValueError(
             f"backward through op '{op}': its VJP returned a gradient of shape {g.shape}; "
-            f"expected the input's shape {shape} (or a shape that broadcasts to it)"
+            f"expected the input's shape {shape}, or a shape that {shape} broadcasts to (such "
+            "as the op's output shape, when the forward broadcast the input), which the engine "
+            "sums back"
         ) from None
 
 

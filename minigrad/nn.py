@@ -327,11 +327,20 @@ def _check_features(layer: str, x: Any, expected: int) -> Any:
     return x
 
 
+def _in_dtype(x: Any, dtype: np.dtype) -> Any:
+    """``x`` cast to a module's dtype: a module computes in its own dtype whatever it is fed
+    (integers, bool, another float width), and a Tensor's gradient is cast back to its dtype."""
+    if x.dtype == dtype:
+        return x
+    return F.astype(x, dtype) if isinstance(x, Tensor) else x.astype(dtype)
+
+
 class Linear(Module):
     """y = x @ W + b, with W of shape (in_features, out_features) and b of shape (out_features,).
 
     Initialization: W ~ N(0, 1/in_features) (``rng.standard_normal / sqrt(in_features)``),
-    b = 0. ``rng`` is a ``np.random.Generator`` or a seed (a fresh generator if None).
+    b = 0. It computes in its ``dtype``: any other input (integers, another float width) is
+    cast to it first. ``rng`` is a ``np.random.Generator`` or a seed (a fresh generator if None).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
@@ -348,7 +357,7 @@ class Linear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., in_features) -> (..., out_features)."""
-        x = _check_features("Linear", x, self.in_features)
+        x = _in_dtype(_check_features("Linear", x, self.in_features), self.weight.dtype)
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -360,7 +369,8 @@ class LayerNorm(Module):
     """y = (x - mean) / sqrt(var + eps) * weight + bias over the last axis (D features).
 
     ``var`` is the population variance (divide by D). weight = 1 and bias = 0 initially, both
-    of shape (D,); without ``elementwise_affine`` there are neither.
+    of shape (D,); without ``elementwise_affine`` there are neither. It computes in its
+    ``dtype`` (with or without weights): any other input is cast to it first.
     """
 
     def __init__(self, normalized_dim: int, eps: float = 1e-5, elementwise_affine: bool = True,
@@ -370,7 +380,7 @@ class LayerNorm(Module):
         if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
             raise ValueError(f"eps: got {eps!r}; expected a positive number")
         self.eps = float(eps)
-        dtype = _floating_dtype(dtype)
+        self.dtype = dtype = _floating_dtype(dtype)  # the dtype it computes in, weights or not
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_dim, dtype=dtype))
             self.bias = Parameter(np.zeros(self.normalized_dim, dtype=dtype))
@@ -380,10 +390,7 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., D) -> (..., D), normalized per row of D features."""
-        x = _check_features("LayerNorm", x, self.normalized_dim)
-        if x.dtype.kind != "f":  # integer or bool input: normalized in the layer's dtype
-            dtype = np.float64 if self.weight is None else self.weight.dtype
-            x = x.astype(dtype) if isinstance(x, np.ndarray) else F.astype(x, dtype)
+        x = _in_dtype(_check_features("LayerNorm", x, self.normalized_dim), self.dtype)
         return F.layer_norm(x, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self) -> str:

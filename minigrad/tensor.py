@@ -220,12 +220,12 @@ class Tensor:
     def __getitem__(self, index): return _ops.getitem(self, index)
 
     # Comparisons give bool tensors and are not differentiable.
-    def __lt__(self, other): return Tensor._make(self.data < _raw(other))
-    def __le__(self, other): return Tensor._make(self.data <= _raw(other))
-    def __gt__(self, other): return Tensor._make(self.data > _raw(other))
-    def __ge__(self, other): return Tensor._make(self.data >= _raw(other))
-    def __eq__(self, other): return Tensor._make(self.data == _raw(other))
-    def __ne__(self, other): return Tensor._make(self.data != _raw(other))
+    def __lt__(self, other): return _ops.less(self, other)
+    def __le__(self, other): return _ops.less_equal(self, other)
+    def __gt__(self, other): return _ops.greater(self, other)
+    def __ge__(self, other): return _ops.greater_equal(self, other)
+    def __eq__(self, other): return _ops.equal(self, other)
+    def __ne__(self, other): return _ops.not_equal(self, other)
 
     # ---- NumPy-named methods ----------------------------------------------------------
     # NumPy's second positional parameter is dtype/out, which these do not take: keepdims

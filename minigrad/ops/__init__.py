@@ -1,7 +1,7 @@
 """Every built-in op, each declared with ``minigrad.op``: its forward beside its VJP."""
 from .elementwise import (
-    abs, add, astype, clip, div, exp, log, maximum, minimum, mul, neg, pow, relu, sigmoid,
-    sqrt, sub, tanh, where,
+    abs, add, astype, clip, div, equal, exp, greater, greater_equal, less, less_equal, log,
+    maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
 )
 from .attention import self_attention
 from .linalg import linear, matmul
@@ -23,4 +23,6 @@ PUBLIC_OPS = (
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
     "self_attention",
 )
-__all__ = list(PUBLIC_OPS) + ["PUBLIC_OPS"]
+#: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
+COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+__all__ = list(PUBLIC_OPS) + list(COMPARISONS) + ["PUBLIC_OPS", "COMPARISONS"]

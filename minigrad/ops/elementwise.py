@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..defop import op
+from ..defop import as_floating, op
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs",
     "sigmoid", "relu", "maximum", "minimum", "where", "clip", "astype",
+    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
 ]
 
 
@@ -30,10 +31,21 @@ def add(a, b):
     return np.add(a, b), (_identity, _identity)
 
 
+def _is_bool(a) -> bool:
+    return isinstance(a, (bool, np.bool_)) or getattr(a, "dtype", None) == np.bool_
+
+
 @op(arrays=2)
 def sub(a, b):
-    """out = a - b.   VJP: ā = g, b̄ = -g."""
-    return np.subtract(a, b), (_identity, _negate)
+    """out = a - b.   VJP: ā = g, b̄ = -g.   Two masks (bool) are refused, as NumPy does."""
+    try:
+        out = np.subtract(a, b)
+    except TypeError:  # checked only on failure: no cost to the common case
+        if _is_bool(a) and _is_bool(b):
+            raise TypeError("sub: got two bool operands; expected numbers (for masks use "
+                            "np.logical_xor, or cast with astype first)") from None
+        raise
+    return out, (_identity, _negate)
 
 
 @op(arrays=2)
@@ -51,8 +63,15 @@ def div(a, b):
 
 @op(arrays=1)
 def neg(a):
-    """out = -a.   VJP: ā = -g."""
-    return np.negative(a), _negate
+    """out = -a.   VJP: ā = -g.   A mask (bool) is refused, as NumPy and PyTorch do."""
+    try:
+        out = np.negative(a)
+    except TypeError:
+        if _is_bool(a):
+            raise TypeError("neg a: got a bool operand; expected numbers (to invert a mask use "
+                            "np.logical_not, or cast with astype first)") from None
+        raise
+    return out, _negate
 
 
 @op(arrays=2)
@@ -120,8 +139,8 @@ def abs(a):
 
 @op(arrays=1)
 def sigmoid(a):
-    """out = 1 / (1 + e^-a).   VJP: ā = g * out * (1 - out)."""
-    out = np.exp(-np.logaddexp(0, -a))  # no overflow for large |a|
+    """out = 1 / (1 + e^-a).   VJP: ā = g * out * (1 - out).   Integers and bool: float64."""
+    out = np.exp(-np.logaddexp(0, -as_floating(a)))  # no overflow for large |a|
     return out, lambda g: g * out * (1 - out)
 
 
@@ -220,3 +239,22 @@ def astype(a, dtype):
                         "floating)")
     out = a.astype(dtype, copy=False)
     return out, (_identity if out.dtype.kind == "f" else None,)
+
+
+def _comparison(ufunc):
+    def compare(a, b):
+        return ufunc(a, b), (None, None)
+
+    compare.__name__ = compare.__qualname__ = ufunc.__name__
+    compare.__doc__ = f"out = np.{ufunc.__name__}(a, b), a bool Tensor.   Not differentiable."
+    return op(compare, arrays=2)
+
+
+# The Tensor comparison operators: through ``op`` like every op, so 0-d operands are weakly
+# typed and the result holds a 0-d array, never the NumPy scalar that ``a < b`` gives.
+less = _comparison(np.less)
+less_equal = _comparison(np.less_equal)
+greater = _comparison(np.greater)
+greater_equal = _comparison(np.greater_equal)
+equal = _comparison(np.equal)
+not_equal = _comparison(np.not_equal)

@@ -33,10 +33,10 @@ def matmul(a, b):
     (B·N, k) @ (k, n) product, and b̄ = Σ_batch aᵀ g as one (k, B·N) @ (B·N, n) product,
     so no (B, k, n) stack of per-example products is ever formed.
     """
-    if a.ndim == 0 or b.ndim == 0:
+    if np.ndim(a) == 0 or np.ndim(b) == 0:  # a 0-d operand arrives as a Python number
         raise ValueError(
-            f"matmul: got operands of shapes {a.shape} and {b.shape}; expected at least 1-D "
-            "operands (use * for scalars)"
+            f"matmul: got operands of shapes {np.shape(a)} and {np.shape(b)}; expected at least "
+            "1-D operands (use * for scalars)"
         )
     if a.ndim == 1 and b.ndim == 1:
         return a @ b, (lambda g: g * b, lambda g: g * a)
@@ -51,16 +51,17 @@ def matmul(a, b):
         k = b.shape[0]
         return out, (
             lambda g: g[..., None] * b,
-            lambda g: np.reshape(g, -1) @ np.broadcast_to(a, g.shape + (k,)).reshape(-1, k),
+            lambda g: np.reshape(g, -1) @ np.broadcast_to(a, g.shape + (k,)).reshape(g.size, k),
         )
     if b.ndim == 2 and a.ndim > 2:  # tokens @ weight: one big GEMM
         k, n = b.shape
         a_shape = a.shape
-        a2 = a.reshape(-1, k)  # kept for the weight's gradient (a copy only if a was strided)
+        rows = math.prod(a_shape[:-1])  # not -1: an axis of length 0 leaves it undetermined
+        a2 = a.reshape(rows, k)  # kept for the weight's gradient (a copy only if a was strided)
         out = (a2 @ b).reshape(a_shape[:-1] + (n,))
         return out, (
-            lambda g: (g.reshape(-1, n) @ b.T).reshape(a_shape),
-            lambda g: a2.T @ g.reshape(-1, n),
+            lambda g: (g.reshape(rows, n) @ b.T).reshape(a_shape),
+            lambda g: a2.T @ g.reshape(rows, n),
         )
     out = a @ b
     return out, (lambda g: g @ _mT(b), lambda g: _mT(a) @ g)
@@ -89,7 +90,10 @@ def linear(x, weight, bias=None):
     small = flops < BLAS_THREADED_FLOPS  # one plain product each: no splitting, no BLAS limit
     out = x2 @ weight if small else _product(x2, weight, rows, flops)
     if bias is not None:
-        out += bias  # out is this op's own array
+        if np.result_type(out, bias) == out.dtype:
+            out += bias  # out is this op's own array
+        else:  # a bias of a wider dtype widens the result, as NumPy's x @ W + b does
+            out = out + bias
 
     def vjp_x(g):
         g2 = g.reshape(rows, n)

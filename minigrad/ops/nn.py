@@ -1,7 +1,8 @@
 """Fused neural-network ops: faster and numerically safer than their compositions.
 
 Each equals the same function composed from primitive ops (the tests check values and
-gradients both ways); docs/backward.md derives every VJP below.
+gradients both ways); docs/backward.md derives every VJP below. Integer and bool input is
+computed in float64 (NumPy has no function of its own to follow here; ``np.mean`` does that).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import math
 import numpy as np
 
 from ..blocks import for_each_block
-from ..defop import op
+from ..defop import as_floating, op
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy"]
 
@@ -78,6 +79,7 @@ def softmax(x, axis=-1):
     """
     if x.ndim and axis in (-1, x.ndim - 1):
         return _softmax_last(x)
+    x = as_floating(x)
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     y = e / np.sum(e, axis=axis, keepdims=True)
 
@@ -122,7 +124,7 @@ def _softmax_last(x):
 @op(arrays=1)
 def log_softmax(x, axis=-1):
     """y = x - logsumexp(x) along ``axis``.   VJP: x̄ = g - e^y ⊙ Σ_axis g."""
-    y = _log_softmax(x, axis)
+    y = _log_softmax(as_floating(x), axis)
     return y, lambda g: g - np.exp(y) * np.sum(g, axis=axis, keepdims=True)
 
 
@@ -132,6 +134,7 @@ def logsumexp(x, axis=None, keepdims=False):
 
     VJP: x̄ = g ⊙ softmax(x) = g ⊙ e^(x - y), g broadcast over the reduced axes.
     """
+    x = as_floating(x)
     m = np.max(x, axis=axis, keepdims=True)
     if not np.all(np.isfinite(m)):  # an all -inf slice: keep it -inf, not nan
         m = np.where(np.isfinite(m), m, 0)
@@ -171,6 +174,9 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     _check_layer_norm(x, weight, bias, eps)
     shape = x.shape  # the VJPs keep x̂ and r, not x
     x2 = _rows(x)
+    dtype = np.result_type(x2, *(p for p in (weight, bias) if p is not None))
+    if dtype != x2.dtype:  # float64 parameters widen a float32 x, as in x̂ ⊙ w + b in NumPy
+        x2 = x2.astype(dtype)
     n = x2.shape[1]
     xhat = np.empty_like(x2)
     rstd = np.empty((x2.shape[0], 1), dtype=x2.dtype)

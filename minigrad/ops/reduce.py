@@ -65,9 +65,12 @@ def _extremum(reduce, a, axis, keepdims):
     kept = reduce(a, axis=axes, keepdims=True)
     out = kept if keepdims else np.squeeze(kept, axis=axes)
 
+    # a reduction's dtype= names a type, not a byte order: a big-endian a's dtype is refused
+    count_dtype = a.dtype.newbyteorder("=")
+
     def vjp(g):
         hit = a == kept
-        share = hit / hit.sum(axis=axes, keepdims=True, dtype=a.dtype)
+        share = hit / hit.sum(axis=axes, keepdims=True, dtype=count_dtype)
         return _keep(g, a.ndim, axes, keepdims) * share
 
     return out, vjp

@@ -196,8 +196,8 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
                 f"split: indices_or_sections={sections} does not divide axis {axis} of "
                 f"length {n} into equal parts"
             )
-        step = n // sections
-        cuts = list(range(step, n, step))
+        step = n // sections  # 0 along an empty axis: every piece is empty, as in NumPy
+        cuts = [i * step for i in range(1, sections)]
     else:
         cuts = list(indices_or_sections)
     edges = [0] + cuts + [n]

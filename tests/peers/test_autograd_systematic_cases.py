@@ -149,18 +149,11 @@ def test_stat_check_python_number(name):
 
 COMPARE = [("lt-self", lambda x, y: x < x), ("le", lambda x, y: x <= y), ("gt", lambda x, y: x > y),
            ("ge", lambda x, y: x >= y), ("eq", lambda x, y: x == y), ("ne", lambda x, y: x != y)]
-ZERO_D_COMPARISON_BUG = pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "x, y = Tensor(0.7), Tensor(1.8); (x < y).sum() raises TypeError 'sum a: got np.True_': a "
-    "0-d comparison wraps a NumPy scalar, not an array; issue 11 section 4 fixes it"))
-
-
 def _compare_params():
     out = []
     for (la, a), (lb, b) in itertools.product(ARG_PAIRS, ARG_PAIRS):
         for name, f in COMPARE:
-            zero_d = np.ndim(a) == 0 and (np.ndim(b) == 0 or name == "lt-self")
-            out.append(pytest.param(f, a, b, id=f"{name}-{la}-{lb}",
-                                    marks=[ZERO_D_COMPARISON_BUG] if zero_d else []))
+            out.append(pytest.param(f, a, b, id=f"{name}-{la}-{lb}"))
     return out
 
 

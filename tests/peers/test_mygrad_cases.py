@@ -186,13 +186,8 @@ def test_cotangent_of_the_wrong_shape_is_refused():
 
 
 # ---- test_pow_special_cases.py ------------------------------------------------------------------------
-F32_0D_EXPONENT = pytest.mark.xfail(strict=True, reason=(
-    "Tensor(ones(3, float32)) ** np.array(2) is float64: a 0-d array operand promotes the graph; "
-    "issue 11 section 2 makes 0-d operands weakly typed"))
-
-
 @pytest.mark.parametrize("p", [1, 2])
-@pytest.mark.parametrize("kind", ["int", "float", pytest.param("0d-array", marks=F32_0D_EXPONENT)])
+@pytest.mark.parametrize("kind", ["int", "float", "0d-array"])
 def test_pow_special_exponents(kind, p):
     """x ** 1 and x ** 2 with the exponent as int, float or 0-d array: value, gradient p x^(p-1)
     and a float32 graph that stays float32."""
