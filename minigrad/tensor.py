@@ -224,8 +224,13 @@ class Tensor:
     def __le__(self, other): return _ops.less_equal(self, other)
     def __gt__(self, other): return _ops.greater(self, other)
     def __ge__(self, other): return _ops.greater_equal(self, other)
-    def __eq__(self, other): return _ops.equal(self, other)
-    def __ne__(self, other): return _ops.not_equal(self, other)
+    # Equality with something that is not array-like (None, a string, any object) is Python's
+    # identity, as in PyTorch: ``t == None`` is False and ``t in [None, t]`` works.
+    def __eq__(self, other):
+        return _ops.equal(self, other) if _array_like(other) else NotImplemented
+
+    def __ne__(self, other):
+        return _ops.not_equal(self, other) if _array_like(other) else NotImplemented
 
     # ---- NumPy-named methods ----------------------------------------------------------
     # NumPy's second positional parameter is dtype/out, which these do not take: keepdims
@@ -269,8 +274,11 @@ class Tensor:
         return _ops.transpose(self, None)
 
 
-def _raw(x):
-    return x.data if isinstance(x, Tensor) else x
+_ARRAY_LIKE = (Tensor, np.ndarray, np.generic, int, float, list, tuple)  # bool is an int
+
+
+def _array_like(x: Any) -> bool:
+    return isinstance(x, _ARRAY_LIKE)
 
 
 class _GradRequired(RuntimeError, ValueError):

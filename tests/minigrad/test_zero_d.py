@@ -142,3 +142,13 @@ def test_constants_are_not_operands():
     x = mg.Tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
     assert F.sum(x, axis=np.array(1)).shape == (2,)
     assert F.cross_entropy(x[0], np.array(2)).dtype == np.float32
+
+
+@pytest.mark.parametrize("other", [None, "abc", object()])
+def test_equality_with_a_non_array_is_python_identity_not_an_error(other):
+    """``t == None`` is False and ``t != None`` True (as in PyTorch): comparing with something
+    that is not array-like falls back to identity, so ``t in [None, t]`` works."""
+    t = mg.Tensor(np.arange(3.0))
+    assert (t == other) is False
+    assert (t != other) is True
+    assert t in [other, t]
