@@ -64,27 +64,103 @@ def as_array_input(value: Any, op: str, param: str) -> Any:
     return value
 
 
-def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
+def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
 
     ``inputs[i]`` pairs with ``vjps[i]``; only pairs whose input is a Tensor requiring grad
-    become edges of the graph. Ops with a variable number of inputs (``concatenate``,
-    ``stack``) call this directly.
+    become edges of the graph. The node also notes the version of every Tensor input and of
+    the output, which ``backward`` checks. A tuple ``out`` is several outputs: the result
+    is a tuple of Tensors, and each VJP gets a tuple of cotangents. Ops with a variable
+    number of inputs (``concatenate``, ``stack``) call this directly.
     """
+    if type(out) is tuple:
+        return _record_outputs(out, inputs, vjps, name)
     if type(out) is not np.ndarray:
-        out = np.asarray(out)
+        out = _as_output(out, name)
     if not _mode.enabled:
-        return Tensor._make(out)
+        return _output(out, inputs, None)
     if callable(vjps):
         vjps = (vjps,)
-    edges = []
-    for x, vjp in zip(inputs, vjps):
-        if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
-            # the graph keeps the input's node, not the input tensor (and its array)
-            edges.append((x if x._node is None else x._node, vjp))
+    edges, versions = _edges_and_versions(inputs, vjps)
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
-        return Tensor._make(out)
-    return Tensor._make(out, Node(name, tuple(edges), out.shape, out.dtype))
+        return _output(out, inputs, None)
+    node = Node(name, edges, out.shape, out.dtype, versions)
+    t = _output(out, inputs, node)
+    if out.base is None or not any(v[1] is t._version for v in versions):
+        node.versions = versions + ((-1, t._version, 0, None),)  # -1: the output
+    return t
+
+
+def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, tuple]:
+    """The graph's edges ``(parent, vjp)`` and, per Tensor input i, ``(i, version cell,
+    version now, k)``: k indexes the input's edge, or is its ``(shape, dtype)`` if none."""
+    edges = []
+    versions = []
+    nvjps = len(vjps)
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            continue
+        vjp = vjps[i] if i < nvjps else None
+        cell = x._version
+        if vjp is not None and x.requires_grad:
+            # the graph keeps the input's node, not the input tensor (and its array)
+            versions.append((i, cell, cell[0], len(edges)))
+            edges.append((x if x._node is None else x._node, vjp))
+        else:
+            versions.append((i, cell, cell[0], (x.data.shape, x.data.dtype)))
+    return tuple(edges), tuple(versions)
+
+
+def _output(out: np.ndarray, inputs: Sequence[Any], node: Node | None) -> Tensor:
+    """The Tensor of ``out``; a view of an input's array shares that input's version cell,
+    so that a write through either one is seen by the ops that recorded the other."""
+    t = Tensor._make(out, node)
+    base = out.base
+    if base is not None:
+        for x in inputs:
+            if isinstance(x, Tensor) and (base is x.data or base is x.data.base):
+                t._version = x._version
+                break
+    return t
+
+
+def _as_output(out: Any, name: str) -> np.ndarray:
+    if isinstance(out, list):
+        raise TypeError(f"op '{name}': its forward returned a list; expected an array, or a "
+                        "tuple of arrays for an op with several outputs")
+    return np.asarray(out)
+
+
+def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str) -> tuple:
+    """Several outputs: one Node holds the VJPs (each gets a tuple of cotangents, zeros for
+    the outputs that did not reach the loss); each floating output gets a Node of its own
+    whose one edge leads there, marked by its position in ``outputs``."""
+    if not outs:
+        raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
+                         "or a tuple of at least one array")
+    outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
+    if not _mode.enabled:
+        return tuple(_output(o, inputs, None) for o in outs)
+    if callable(vjps):
+        vjps = (vjps,)
+    edges, versions = _edges_and_versions(inputs, vjps)
+    floating = [o.dtype.kind == "f" for o in outs]
+    if not edges or not any(floating):
+        return tuple(_output(o, inputs, None) for o in outs)
+    specs = tuple((o.shape, o.dtype) for o in outs)
+    node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), versions,
+                outputs=specs)
+    results = []
+    for k, (o, f) in enumerate(zip(outs, floating)):
+        if not f:
+            results.append(_output(o, inputs, None))
+            continue
+        t = _output(o, inputs, Node(name, ((node, None),), o.shape, o.dtype, outputs=k))
+        if not any(cell is t._version for _, cell, _, _ in versions):
+            versions += ((-1 - k, t._version, t._version[0], None),)
+        results.append(t)
+    node.versions = versions
+    return tuple(results)
 
 
 def op(forward: Callable | None = None, *, name: str | None = None,

@@ -15,14 +15,15 @@ import inspect
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
-__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "unbroadcast"]
+__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "backward_many",
+           "unbroadcast"]
 
 
 class _GradMode(threading.local):
@@ -107,19 +108,30 @@ class Node:
     """One recorded op: its name, its output's ``shape`` and ``dtype``, and the edges
     ``((parent, vjp), ...)`` to the inputs needing grad (a Node, or a leaf Tensor).
 
+    ``versions`` holds ``(i, cell, version, where)`` for each Tensor input i (and i = -1 for
+    the output, -1-k for output k): the version ``cell`` the tensor shares with its views,
+    its value when the op ran, and where ``backward`` finds the shape for its error (an
+    edge's index, ``(shape, dtype)``, or None for an output). An op with several outputs
+    has one Node whose ``outputs`` is ``((shape, dtype), ...)`` (its ``shape`` and
+    ``dtype`` are tuples too); output k's own Node has ``outputs = k`` and the one edge
+    ``(that node, None)``.
+
     ``edges`` is set to None when the graph is released after ``backward``; the VJP closures,
     and the arrays they saved, are freed with it. ``retained`` is a weak reference to the
     tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or None.
     """
 
-    __slots__ = ("op", "edges", "shape", "dtype", "retained")
+    __slots__ = ("op", "edges", "shape", "dtype", "retained", "versions", "outputs")
 
-    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype) -> None:
+    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype,
+                 versions: tuple = (), outputs: tuple | int | None = None) -> None:
         self.op = op
         self.edges = edges
         self.shape = shape
         self.dtype = dtype
         self.retained: weakref.ref | None = None
+        self.versions = versions
+        self.outputs = outputs
 
 
 def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
@@ -143,13 +155,16 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.reshape(shape)
 
 
-def _toposort(root: Node, released_ok: bool = False) -> list:
-    """Nodes reachable from ``root``, inputs before results, the first input's branch first
-    (iterative DFS, no recursion limit). A node already released by ``backward()`` is an
-    error, or with ``released_ok`` listed without its inputs (for ``graph_summary``)."""
+def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
+    """Nodes reachable from ``roots``, inputs before results, the first input's branch first
+    (iterative DFS, no recursion limit). A node already released by ``backward()``, or one
+    whose inputs were written in place since it was recorded, is an error; with
+    ``released_ok`` (for ``graph_summary``) neither is checked, and a released node is
+    listed without its inputs."""
     order = []
     seen = set()
-    stack = [(root, False)]
+    stack = [(root, False) for root in reversed(roots)] if isinstance(roots, (list, tuple)) \
+        else [(roots, False)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -159,12 +174,16 @@ def _toposort(root: Node, released_ok: bool = False) -> list:
             continue
         seen.add(id(node))
         edges = node.edges
-        if edges is None and not released_ok:
-            raise RuntimeError(
-                f"backward through the graph a second time: the graph of op '{node.op}' was "
-                "released by the first backward(); pass retain_graph=True to the first call "
-                "to backward through it again"
-            )
+        if not released_ok:
+            if edges is None:
+                raise RuntimeError(
+                    f"backward through the graph a second time: the graph of op '{node.op}' "
+                    "was released by the first backward(); pass retain_graph=True to the first "
+                    "call to backward through it again"
+                )
+            for entry in node.versions:
+                if entry[1][0] != entry[2]:
+                    raise _modified(node, entry)
         stack.append((node, True))
         for parent, _ in reversed(edges or ()):
             if type(parent) is Node and id(parent) not in seen:
@@ -172,19 +191,70 @@ def _toposort(root: Node, released_ok: bool = False) -> list:
     return order
 
 
+def _modified(node: Node, entry: tuple) -> RuntimeError:
+    """The error for a node one of whose inputs (or outputs) changed after it was recorded."""
+    i, cell, then, where = entry
+    if i < 0:
+        k = -1 - i
+        shape, dtype = (node.shape, node.dtype) if node.outputs is None else node.outputs[k]
+        what = "its output" if node.outputs is None else f"its output {k}"
+    else:
+        if type(where) is int:
+            parent = node.edges[where][0]
+            shape, dtype = (parent.shape, parent.dtype) if type(parent) is Node else \
+                (parent.data.shape, parent.data.dtype)
+        else:
+            shape, dtype = where
+        what = f"input {i}"
+    return RuntimeError(
+        f"backward through op '{node.op}': {what} (shape {shape}, {dtype}) was modified in "
+        f"place after the op recorded it (version {then} -> {cell[0]}): an optimizer.step(), "
+        "t[idx] = v or t += v between forward and backward? Run the forward pass again after "
+        "changing the data (writes through .data are not tracked)"
+    )
+
+
 def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Accumulate d(root)/d(leaf), contracted with ``grad``, into every reachable leaf's ``.grad``.
 
     Walks the graph once in reverse topological order. A node used several times receives
-    the sum of its gradients. Each intermediate gradient is dropped once its node has passed
-    it on, and, unless ``retain_graph``, each node's VJPs (with the arrays they saved) are
+    the sum of its gradients; the node of an op with several outputs gathers one cotangent
+    per output (zeros for an output that did not reach ``root``) and calls each VJP once
+    with the tuple. Each intermediate gradient is dropped once its node has passed it on,
+    and, unless ``retain_graph``, each node's VJPs (with the arrays they saved) are
     released right after they run.
+
+    Before any gradient is computed, every node is checked against in-place writes: if a
+    Tensor input or output of a recorded op was written through the Tensor API since the
+    op ran (its version moved), this raises a RuntimeError naming the op and the input,
+    and no ``.grad`` changes. Writes straight into ``.data`` are not seen.
     """
-    if root._node is None:  # a leaf: d(root)/d(root) is the identity
-        _accumulate_leaf(root, grad, owned=False)
-        return
-    order = _toposort(root._node)
-    grads = {id(root._node): grad}
+    backward_many([root], [grad], retain_graph)
+
+
+def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
+                  retain_graph: bool = False) -> None:
+    """``backward`` of several tensors at once, as of Σ_k <roots[k], grads[k]>: one sweep,
+    each node's VJPs called once (``torch.autograd.backward`` with several tensors).
+    ``grads[k]`` has the shape and dtype of ``roots[k]``; leaf roots get it added to ``.grad``."""
+    nodes, start = [], {}
+    for root, grad in zip(roots, grads):
+        if root._node is None:
+            continue
+        key = id(root._node)
+        if key in start:
+            start[key] = start[key] + grad
+        else:
+            nodes.append(root._node)
+            start[key] = grad
+    order = _toposort(nodes) if nodes else []
+    for root, grad in zip(roots, grads):
+        if root._node is None:  # a leaf: d(root)/d(root) is the identity
+            _accumulate_leaf(root, grad, owned=False)
+    _sweep(order, start, retain_graph)
+
+
+def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
     owned = set()  # ids whose buffer in ``grads`` this sweep allocated, so may update in place
     for node in reversed(order):
         g = grads.pop(id(node))
@@ -192,6 +262,19 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
             t = node.retained()
             if t is not None:
                 _accumulate_leaf(t, g, owned=False)
+        outputs = node.outputs
+        if outputs is not None:
+            if type(outputs) is int:  # output k of a multi-output op: hand g to its node
+                multi = node.edges[0][0]
+                slots = grads.get(id(multi))
+                if slots is None:
+                    slots = grads[id(multi)] = [None] * len(multi.outputs)
+                slots[outputs] = g  # every node runs once, so each slot is filled once
+                if not retain_graph:
+                    node.edges = None
+                continue
+            g = tuple(np.zeros(shape, dtype) if gk is None else gk
+                      for gk, (shape, dtype) in zip(g, outputs))
         for parent, vjp in node.edges:
             gp = vjp(g)
             leaf = type(parent) is not Node
