@@ -20,6 +20,18 @@ argument is differentiable; ``None`` for a position that is not). The engine cal
 only when its argument is a Tensor that requires grad, sums its result back to the
 argument's shape if the forward broadcast it, and casts it to the argument's dtype.
 
+A forward may return several outputs as a tuple ``((out_0, out_1, ...), vjps)``: the op
+then returns a tuple of Tensors, and each VJP receives the tuple of cotangents
+``(g_0, g_1, ...)``, one per output, and is called once per backward pass however many of
+the outputs were used. An output that did not reach the loss gets zeros of its shape and
+dtype (as ``torch.autograd.Function`` materializes them by default), so a VJP is written
+as plain arithmetic with no None case; non-floating outputs (indices) carry no gradient.
+A list is refused, not stacked into one array: return an array or a tuple.
+
+The engine also notes the version of every Tensor input and output of a recorded op, and
+``backward`` refuses if one was written in place since (see ``Tensor``): it cannot tell
+which arrays a VJP saved, so it checks them all.
+
 An array a VJP returns is handed over: when nothing else references it, the engine keeps it
 as the gradient (a leaf's ``.grad``) and adds later contributions into it in place. So a VJP
 must not write into an array it returned once (a buffer reused through a weak cache, say).
