@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from itertools import zip_longest
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -88,52 +89,77 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tu
     if type(out) is tuple:
         return _record_outputs(out, inputs, vjps, name)
     if type(out) is not np.ndarray:
-        out = _as_output(out, name)
+        if type(out) is list:
+            _as_output(out, name)  # raises
+        out = np.asarray(out)
     if not _mode.enabled:
         return _output(out, inputs, None)
     if callable(vjps):
         vjps = (vjps,)
-    edges, versions = _edges_and_versions(inputs, vjps)
+    edges = []
+    plain = True  # input i is edge i for every Tensor input (edges first, no constant Tensor)
+    gap = False
+    for x, vjp in zip(inputs, vjps):
+        if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
+            # the graph keeps the input's node, not the input tensor (and its array)
+            edges.append((x if x._node is None else x._node, vjp))
+            if gap:
+                plain = False
+        else:
+            gap = True
+            if isinstance(x, Tensor):
+                plain = False
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
         return _output(out, inputs, None)
-    node = Node(name, edges, out.shape, out.dtype, versions)
-    t = _output(out, inputs, node)
-    if out.base is None or not any(v[1] is t._version for v in versions):
-        node.versions = versions + ((-1, t._version, 0, None),)  # -1: the output
+    if len(inputs) > len(vjps) and any(isinstance(x, Tensor) for x in inputs[len(vjps):]):
+        plain = False
+    t = Tensor._make(out)
+    if out.base is not None:
+        _share_version(t, out, inputs)
+    # In the plain case backward reaches each input's version cell through its edge's
+    # parent; otherwise the node lists every input's.
+    versions = None if plain else _edges_and_versions(inputs, vjps)[1]
+    t._node = Node(name, tuple(edges), out.shape, out.dtype, t._version, versions)
+    t.requires_grad = True
     return t
 
 
-def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, tuple]:
-    """The graph's edges ``(parent, vjp)`` and, per Tensor input i, ``(i, version cell,
-    version now, k)``: k indexes the input's edge, or is its ``(shape, dtype)`` if none."""
+def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, list]:
+    """The graph's edges ``(parent, vjp)``, and one entry per input for ``Node.versions``:
+    the version cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor
+    without one, None for anything else."""
     edges = []
     versions = []
-    nvjps = len(vjps)
-    for i, x in enumerate(inputs):
+    if len(vjps) > len(inputs):
+        vjps = vjps[:len(inputs)]
+    for x, vjp in zip_longest(inputs, vjps):  # the condition of record's loop, per input
         if not isinstance(x, Tensor):
-            continue
-        vjp = vjps[i] if i < nvjps else None
-        cell = x._version
-        if vjp is not None and x.requires_grad:
+            versions.append(None)
+        elif vjp is not None and x.requires_grad:
+            versions.append(x._version)
             # the graph keeps the input's node, not the input tensor (and its array)
-            versions.append((i, cell, cell[0], len(edges)))
             edges.append((x if x._node is None else x._node, vjp))
         else:
-            versions.append((i, cell, cell[0], (x.data.shape, x.data.dtype)))
+            versions.append((x._version, x.data.shape, x.data.dtype))
     return tuple(edges), tuple(versions)
 
 
 def _output(out: np.ndarray, inputs: Sequence[Any], node: Node | None) -> Tensor:
-    """The Tensor of ``out``; a view of an input's array shares that input's version cell,
-    so that a write through either one is seen by the ops that recorded the other."""
     t = Tensor._make(out, node)
-    base = out.base
-    if base is not None:
-        for x in inputs:
-            if isinstance(x, Tensor) and (base is x.data or base is x.data.base):
-                t._version = x._version
-                break
+    if out.base is not None:
+        _share_version(t, out, inputs)
     return t
+
+
+def _share_version(t: Tensor, out: np.ndarray, inputs: Sequence[Any]) -> bool:
+    """Give ``t`` the version cell of the input whose array ``out`` views, if any, so that a
+    write through either one is seen by the ops that recorded the other."""
+    base = out.base
+    for x in inputs:
+        if isinstance(x, Tensor) and (base is x.data or base is x.data.base):
+            t._version = x._version
+            return True
+    return False
 
 
 def _as_output(out: Any, name: str) -> np.ndarray:
@@ -160,18 +186,20 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str) ->
     if not edges or not any(floating):
         return tuple(_output(o, inputs, None) for o in outs)
     specs = tuple((o.shape, o.dtype) for o in outs)
-    node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), versions,
-                outputs=specs)
+    node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), None,
+                versions, outputs=specs)
     results = []
     for k, (o, f) in enumerate(zip(outs, floating)):
         if not f:
             results.append(_output(o, inputs, None))
             continue
-        t = _output(o, inputs, Node(name, ((node, None),), o.shape, o.dtype, outputs=k))
-        if not any(cell is t._version for _, cell, _, _ in versions):
-            versions += ((-1 - k, t._version, t._version[0], None),)
+        t = Tensor._make(o)
+        if o.base is not None:
+            _share_version(t, o, inputs)
+        t._node = Node(name, ((node, None),), o.shape, o.dtype, t._version, outputs=k)
+        t.requires_grad = True
         results.append(t)
-    node.versions = versions
+    node.cell = tuple(t._version for t in results)
     return tuple(results)
 
 

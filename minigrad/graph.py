@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "backward_many",
-           "unbroadcast"]
+           "unbroadcast", "note_write"]
 
 
 class _GradMode(threading.local):
@@ -104,32 +104,53 @@ def enable_grad(fn: Callable | None = None):
     return _SetGradMode(True) if fn is None else _SetGradMode(True)(fn)
 
 
+# Every in-place write through the Tensor API draws the next stamp from this counter and
+# stores it in the written tensor's version cell ``[stamp of its last write, writes]``; a
+# node remembers the stamp current when it was recorded. So an input was written after
+# the op ran iff its cell's stamp is greater, and when no write happened since (the stamp
+# is unchanged), backward skips the check of the node's inputs entirely.
+_stamp = [0]
+
+
+def note_write(cell: list) -> None:
+    """Count an in-place write into the tensor (and views) owning version ``cell``."""
+    _stamp[0] += 1
+    cell[0] = _stamp[0]
+    cell[1] += 1
+
+
 class Node:
     """One recorded op: its name, its output's ``shape`` and ``dtype``, and the edges
     ``((parent, vjp), ...)`` to the inputs needing grad (a Node, or a leaf Tensor).
 
-    ``versions`` holds ``(i, cell, version, where)`` for each Tensor input i (and i = -1 for
-    the output, -1-k for output k): the version ``cell`` the tensor shares with its views,
-    its value when the op ran, and where ``backward`` finds the shape for its error (an
-    edge's index, ``(shape, dtype)``, or None for an output). An op with several outputs
-    has one Node whose ``outputs`` is ``((shape, dtype), ...)`` (its ``shape`` and
-    ``dtype`` are tuples too); output k's own Node has ``outputs = k`` and the one edge
-    ``(that node, None)``.
+    For the check against in-place writes: ``cell`` is the version cell of the output (see
+    ``Tensor``), ``stamp`` the write stamp when the op ran (see ``note_write``), and
+    ``versions`` None when input i is edge i for every Tensor input (its cell is reached
+    through the parent; other inputs are not Tensors), else one entry per input: the cell of a Tensor with an edge, ``(cell,
+    shape, dtype)`` of a Tensor without one (a constant), None for anything else.
+
+    An op with several outputs has one Node whose ``outputs`` is ``((shape, dtype), ...)``
+    (its ``shape``, ``dtype`` and ``cell`` are tuples too, one item per output); output k's
+    own Node has ``outputs = k`` and the one edge ``(that node, None)``.
 
     ``edges`` is set to None when the graph is released after ``backward``; the VJP closures,
     and the arrays they saved, are freed with it. ``retained`` is a weak reference to the
     tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or None.
     """
 
-    __slots__ = ("op", "edges", "shape", "dtype", "retained", "versions", "outputs")
+    __slots__ = ("op", "edges", "shape", "dtype", "retained", "cell", "stamp", "versions",
+                 "outputs")
 
     def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype,
-                 versions: tuple = (), outputs: tuple | int | None = None) -> None:
+                 cell: list | tuple | None = None, versions: tuple | None = None,
+                 outputs: tuple | int | None = None) -> None:
         self.op = op
         self.edges = edges
         self.shape = shape
         self.dtype = dtype
         self.retained: weakref.ref | None = None
+        self.cell = cell
+        self.stamp = _stamp[0]
         self.versions = versions
         self.outputs = outputs
 
@@ -163,8 +184,8 @@ def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
     listed without its inputs."""
     order = []
     seen = set()
-    stack = [(root, False) for root in reversed(roots)] if isinstance(roots, (list, tuple)) \
-        else [(roots, False)]
+    stack = [(roots, False)] if type(roots) is Node else [(r, False) for r in reversed(roots)]
+    stamp = _stamp[0]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -181,9 +202,8 @@ def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
                     "was released by the first backward(); pass retain_graph=True to the first "
                     "call to backward through it again"
                 )
-            for entry in node.versions:
-                if entry[1][0] != entry[2]:
-                    raise _modified(node, entry)
+            if node.stamp != stamp:  # something was written in place since the op ran
+                _check_versions(node)
         stack.append((node, True))
         for parent, _ in reversed(edges or ()):
             if type(parent) is Node and id(parent) not in seen:
@@ -191,24 +211,45 @@ def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
     return order
 
 
-def _modified(node: Node, entry: tuple) -> RuntimeError:
-    """The error for a node one of whose inputs (or outputs) changed after it was recorded."""
-    i, cell, then, where = entry
-    if i < 0:
-        k = -1 - i
-        shape, dtype = (node.shape, node.dtype) if node.outputs is None else node.outputs[k]
-        what = "its output" if node.outputs is None else f"its output {k}"
-    else:
-        if type(where) is int:
-            parent = node.edges[where][0]
-            shape, dtype = (parent.shape, parent.dtype) if type(parent) is Node else \
-                (parent.data.shape, parent.data.dtype)
-        else:
-            shape, dtype = where
-        what = f"input {i}"
+def _check_versions(node: Node) -> None:
+    """Raise if an input or output of ``node`` was written in place after it was recorded."""
+    outputs = node.outputs
+    if type(outputs) is int:  # one output of a multi-output op: its op's node checks it
+        return
+    stamp = node.stamp
+    cells = (node.cell,) if outputs is None else node.cell
+    for k, cell in enumerate(cells):
+        if cell is not None and cell[0] > stamp:
+            shape, dtype = (node.shape, node.dtype) if outputs is None else outputs[k]
+            raise _modified(node, "its output" if outputs is None else f"its output {k}",
+                            shape, dtype, cell)
+    if node.versions is None:  # input i is edge i
+        for i, (parent, _) in enumerate(node.edges):
+            cell = parent.cell if type(parent) is Node else parent._version
+            if cell[0] > stamp:
+                raise _modified(node, f"input {i}", *_shape_of(parent), cell)
+        return
+    edge = 0
+    for i, entry in enumerate(node.versions):
+        if entry is None:
+            continue
+        if type(entry) is list:  # an input with an edge: the parent has its shape
+            if entry[0] > stamp:
+                raise _modified(node, f"input {i}", *_shape_of(node.edges[edge][0]), entry)
+            edge += 1
+        elif entry[0][0] > stamp:
+            raise _modified(node, f"input {i}", entry[1], entry[2], entry[0])
+
+
+def _shape_of(parent) -> tuple:
+    return (parent.shape, parent.dtype) if type(parent) is Node else \
+        (parent.data.shape, parent.data.dtype)
+
+
+def _modified(node: Node, what: str, shape: tuple, dtype: np.dtype, cell: list) -> RuntimeError:
     return RuntimeError(
         f"backward through op '{node.op}': {what} (shape {shape}, {dtype}) was modified in "
-        f"place after the op recorded it (version {then} -> {cell[0]}): an optimizer.step(), "
+        f"place after the op recorded it (its version is now {cell[1]}): an optimizer.step(), "
         "t[idx] = v or t += v between forward and backward? Run the forward pass again after "
         "changing the data (writes through .data are not tracked)"
     )
@@ -229,7 +270,10 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
     op ran (its version moved), this raises a RuntimeError naming the op and the input,
     and no ``.grad`` changes. Writes straight into ``.data`` are not seen.
     """
-    backward_many([root], [grad], retain_graph)
+    if root._node is None:  # a leaf: d(root)/d(root) is the identity
+        _accumulate_leaf(root, grad, owned=False)
+        return
+    _sweep(_toposort(root._node), {id(root._node): grad}, retain_graph)
 
 
 def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],

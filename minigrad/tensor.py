@@ -69,14 +69,17 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
-        given = data.data if isinstance(data, Tensor) else data
+        original = data if isinstance(data, Tensor) else None
+        given = data.data if original is not None else data
         data = _as_array(given, dtype, copy=False)
         _check_dtype(data, _flag(requires_grad), given)
         self.data = data
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
         self._node: Node | None = None
-        self._version = [0]  # one cell, shared with the views ops make of this tensor
+        # one cell, shared with the views ops make of this tensor (and Tensor(t), t's data)
+        shared = isinstance(given, np.ndarray) and original is not None and data is given
+        self._version = original._version if shared else [0, 0]
 
     @classmethod
     def _make(cls, data: np.ndarray, node: Node | None = None) -> Tensor:
@@ -86,7 +89,7 @@ class Tensor:
         t.grad = None
         t.requires_grad = node is not None
         t._node = node
-        t._version = [0]
+        t._version = [0, 0]  # [write stamp of the last in-place write, writes]
         return t
 
     # ---- array attributes -------------------------------------------------------------
@@ -154,12 +157,12 @@ class Tensor:
     @property
     def version(self) -> int:
         """How many in-place writes the Tensor API made into ``data`` (or a view sharing it)."""
-        return self._version[0]
+        return self._version[1]
 
     def bump_version(self) -> None:
         """Count an in-place write made through ``.data``, so that ``backward()`` through an op
         that recorded this tensor before the write refuses instead of using the new values."""
-        self._version[0] += 1
+        graph.note_write(self._version)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` on a leaf in place; returns self."""
@@ -266,7 +269,7 @@ class Tensor:
         elif type(index) is tuple:
             index = tuple(i.data if isinstance(i, Tensor) else i for i in index)
         self.data[index] = raw
-        self._version[0] += 1
+        graph.note_write(self._version)
 
     def __iadd__(self, other): return self._inplace(other, np.add, "+=", _ops.add)
     def __isub__(self, other): return self._inplace(other, np.subtract, "-=", _ops.sub)
@@ -296,7 +299,7 @@ class Tensor:
         except ValueError as e:
             raise ValueError(f"{what}: {e}; expected a value that broadcasts to t's shape "
                              f"{self.shape}") from None
-        self._version[0] += 1
+        graph.note_write(self._version)
         return self
 
     # Comparisons give bool tensors and are not differentiable.
