@@ -93,7 +93,10 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tu
             _as_output(out, name)  # raises
         out = np.asarray(out)
     if not _mode.enabled:
-        return _output(out, inputs, None)
+        t = Tensor._make(out)
+        if out.base is not None:
+            _share_version(t, out, inputs)
+        return t
     if callable(vjps):
         vjps = (vjps,)
     edges = []
@@ -111,8 +114,10 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tu
                 plain = False
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
         return _output(out, inputs, None)
-    if len(inputs) > len(vjps) and any(isinstance(x, Tensor) for x in inputs[len(vjps):]):
-        plain = False
+    if len(inputs) > len(vjps):  # inputs with no VJP at all (axis, keepdims, a mask, ...)
+        for x in inputs[len(vjps):]:
+            if isinstance(x, Tensor):
+                plain = False
     t = Tensor._make(out)
     if out.base is not None:
         _share_version(t, out, inputs)
