@@ -126,8 +126,9 @@ class Node:
     For the check against in-place writes: ``cell`` is the version cell of the output (see
     ``Tensor``), ``stamp`` the write stamp when the op ran (see ``note_write``), and
     ``versions`` None when input i is edge i for every Tensor input (its cell is reached
-    through the parent; other inputs are not Tensors), else one entry per input: the cell of a Tensor with an edge, ``(cell,
-    shape, dtype)`` of a Tensor without one (a constant), None for anything else.
+    through the parent; the other inputs are not Tensors), else one entry per input: the
+    cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor without one (a
+    constant), None for anything else.
 
     An op with several outputs has one Node whose ``outputs`` is ``((shape, dtype), ...)``
     (its ``shape``, ``dtype`` and ``cell`` are tuples too, one item per output); output k's

@@ -197,3 +197,14 @@ def test_schedule_load_state_dict_checks_like_the_constructor(cls, args, key, va
     with pytest.raises(ValueError, match=key):
         other.load_state_dict(state)
     assert other.optimizer.lr == lr_before and other.last_step == 0
+
+
+def test_a_group_eps_set_to_zero_after_construction_is_refused_at_the_step():
+    p = Parameter(np.ones(2, np.float32))
+    opt = AdamW([p])
+    opt.param_groups[0]["eps"] = 0.0
+    p.grad = np.ones(2, np.float32)
+    with pytest.raises(ValueError, match=r"eps: got 0.0.*float32.*parameter 0"):
+        opt.step()
+    np.testing.assert_array_equal(p.data, np.ones(2, np.float32))
+    assert p.version == 0 and not opt.state[0]
