@@ -263,7 +263,8 @@ def _compare(i, shape, analytic, numeric, atol, rtol) -> InputReport:
     return rep
 
 
-def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
+def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e-6,
+              atol: float = 1e-5,
               rtol: float = 1e-4, fast: bool = False, directions: int = 2, seed: int = 0,
               raise_exception: bool = True) -> GradcheckReport:
     """Compare ``fn``'s VJPs with central finite differences, in float64.

@@ -43,9 +43,9 @@ class Tensor:
     In-place writes and the version counter, as in PyTorch: ``version`` counts the in-place
     writes made through the Tensor API (``t[idx] = v``, ``t += v`` and the other in-place
     operators, an optimizer's ``step()``); a view made by an op (``reshape``, ``t[:2]``,
-    ``detach()``, ``Tensor(t)``) shares the counter of the tensor it views. Every recorded op notes the
-    versions of its Tensor inputs and of its output, and ``backward()`` refuses, naming the
-    op and the input, if one changed since. Writes into ``t.data`` itself (``t.data[0] = 1``,
+    ``detach()``, ``Tensor(t)``) shares the counter of the tensor it views. Every recorded
+    op notes the versions of its Tensor inputs and of its output, and ``backward()``
+    refuses, naming the op and the input, if one changed since. Writes into ``t.data`` itself (``t.data[0] = 1``,
     NumPy functions with ``out=t.data``) bypass the counter, as in PyTorch; call
     ``bump_version()`` after such a write to have it checked.
 
