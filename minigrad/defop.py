@@ -22,6 +22,18 @@ argument is differentiable; ``None`` for a position that is not). The engine cal
 only when its argument is a Tensor that requires grad, sums its result back to the
 argument's shape if the forward broadcast it, and casts it to the argument's dtype.
 
+A forward may return several outputs as a tuple ``((out_0, out_1, ...), vjps)``: the op
+then returns a tuple of Tensors, and each VJP receives the tuple of cotangents
+``(g_0, g_1, ...)``, one per output, and is called once per backward pass however many of
+the outputs were used. An output that did not reach the loss gets zeros of its shape and
+dtype (as ``torch.autograd.Function`` materializes them by default), so a VJP is written
+as plain arithmetic with no None case; non-floating outputs (indices) carry no gradient.
+A list is refused, not stacked into one array: return an array or a tuple.
+
+The engine also notes the version of every Tensor input and output of a recorded op, and
+``backward`` refuses if one was written in place since (see ``Tensor``): it cannot tell
+which arrays a VJP saved, so it checks them all.
+
 An array a VJP returns is handed over: when nothing else references it, the engine keeps it
 as the gradient (a leaf's ``.grad``) and adds later contributions into it in place. So a VJP
 must not write into an array it returned once (a buffer reused through a weak cache, say).
@@ -31,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from itertools import zip_longest
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -95,27 +108,135 @@ def weakly_typed(args: list, operands: int | None = None) -> None:
             args[i] = x.item()
 
 
-def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor:
+def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
 
     ``inputs[i]`` pairs with ``vjps[i]``; only pairs whose input is a Tensor requiring grad
-    become edges of the graph. Ops with a variable number of inputs (``concatenate``,
-    ``stack``) call this directly.
+    become edges of the graph. The node also notes the version of every Tensor input and of
+    the output, which ``backward`` checks. A tuple ``out`` is several outputs: the result
+    is a tuple of Tensors, and each VJP gets a tuple of cotangents. Ops with a variable
+    number of inputs (``concatenate``, ``stack``) call this directly.
     """
+    if type(out) is tuple:
+        return _record_outputs(out, inputs, vjps, name)
     if type(out) is not np.ndarray:
+        if type(out) is list:
+            _as_output(out, name)  # raises
         out = np.asarray(out)
     if not _mode.enabled:
-        return Tensor._make(out)
+        t = Tensor._make(out)
+        if out.base is not None:
+            _share_version(t, out, inputs)
+        return t
     if callable(vjps):
         vjps = (vjps,)
     edges = []
+    plain = True  # input i is edge i for every Tensor input (edges first, no constant Tensor)
+    gap = False
     for x, vjp in zip(inputs, vjps):
         if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
             # the graph keeps the input's node, not the input tensor (and its array)
             edges.append((x if x._node is None else x._node, vjp))
+            if gap:
+                plain = False
+        else:
+            gap = True
+            if isinstance(x, Tensor):
+                plain = False
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
-        return Tensor._make(out)
-    return Tensor._make(out, Node(name, tuple(edges), out.shape, out.dtype))
+        return _output(out, inputs, None)
+    if len(inputs) > len(vjps):  # inputs with no VJP at all (axis, keepdims, a mask, ...)
+        for x in inputs[len(vjps):]:
+            if isinstance(x, Tensor):
+                plain = False
+    t = Tensor._make(out)
+    if out.base is not None:
+        _share_version(t, out, inputs)
+    # In the plain case backward reaches each input's version cell through its edge's
+    # parent; otherwise the node lists every input's.
+    versions = None if plain else _edges_and_versions(inputs, vjps)[1]
+    t._node = Node(name, tuple(edges), out.shape, out.dtype, t._version, versions)
+    t.requires_grad = True
+    return t
+
+
+def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, list]:
+    """The graph's edges ``(parent, vjp)``, and one entry per input for ``Node.versions``:
+    the version cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor
+    without one, None for anything else."""
+    edges = []
+    versions = []
+    if len(vjps) > len(inputs):
+        vjps = vjps[:len(inputs)]
+    for x, vjp in zip_longest(inputs, vjps):  # the condition of record's loop, per input
+        if not isinstance(x, Tensor):
+            versions.append(None)
+        elif vjp is not None and x.requires_grad:
+            versions.append(x._version)
+            # the graph keeps the input's node, not the input tensor (and its array)
+            edges.append((x if x._node is None else x._node, vjp))
+        else:
+            versions.append((x._version, x.data.shape, x.data.dtype))
+    return tuple(edges), tuple(versions)
+
+
+def _output(out: np.ndarray, inputs: Sequence[Any], node: Node | None) -> Tensor:
+    t = Tensor._make(out, node)
+    if out.base is not None:
+        _share_version(t, out, inputs)
+    return t
+
+
+def _share_version(t: Tensor, out: np.ndarray, inputs: Sequence[Any]) -> bool:
+    """Give ``t`` the version cell of the input whose array ``out`` views, if any, so that a
+    write through either one is seen by the ops that recorded the other."""
+    base = out.base
+    for x in inputs:
+        if isinstance(x, Tensor) and (base is x.data or base is x.data.base):
+            t._version = x._version
+            return True
+    return False
+
+
+def _as_output(out: Any, name: str) -> np.ndarray:
+    if isinstance(out, list):
+        raise TypeError(f"op '{name}': its forward returned a list; expected an array, or a "
+                        "tuple of arrays for an op with several outputs")
+    return np.asarray(out)
+
+
+def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str) -> tuple:
+    """Several outputs: one Node holds the VJPs (each gets a tuple of cotangents, zeros for
+    the outputs that did not reach the loss); each floating output gets a Node of its own
+    whose one edge leads there, marked by its position in ``outputs``."""
+    if not outs:
+        raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
+                         "or a tuple of at least one array")
+    outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
+    if not _mode.enabled:
+        return tuple(_output(o, inputs, None) for o in outs)
+    if callable(vjps):
+        vjps = (vjps,)
+    edges, versions = _edges_and_versions(inputs, vjps)
+    floating = [o.dtype.kind == "f" for o in outs]
+    if not edges or not any(floating):
+        return tuple(_output(o, inputs, None) for o in outs)
+    specs = tuple((o.shape, o.dtype) for o in outs)
+    node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), None,
+                versions, outputs=specs)
+    results = []
+    for k, (o, f) in enumerate(zip(outs, floating)):
+        if not f:
+            results.append(_output(o, inputs, None))
+            continue
+        t = Tensor._make(o)
+        if o.base is not None:
+            _share_version(t, o, inputs)
+        t._node = Node(name, ((node, None),), o.shape, o.dtype, t._version, outputs=k)
+        t.requires_grad = True
+        results.append(t)
+    node.cell = tuple(t._version for t in results)
+    return tuple(results)
 
 
 def op(forward: Callable | None = None, *, name: str | None = None,

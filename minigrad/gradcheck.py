@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import Node, _toposort, no_grad
+from .graph import Node, _toposort, backward_many, no_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
@@ -142,12 +142,13 @@ def _prepare(inputs: Any) -> tuple[list, list]:
     return args, checked
 
 
-def _leaves(out: Tensor) -> list[Tensor]:
-    """The leaf tensors ``out``'s graph would give a gradient to."""
-    if out._node is None:
+def _leaves(outs: tuple) -> list[Tensor]:
+    """The leaf tensors the graphs of ``outs`` would give a gradient to."""
+    nodes = [out._node for out in outs if out._node is not None]
+    if not nodes:
         return []
     found: dict[int, Tensor] = {}
-    for node in _toposort(out._node):
+    for node in _toposort(nodes):
         for parent, _ in node.edges:
             if type(parent) is not Node:
                 found.setdefault(id(parent), parent)
@@ -155,7 +156,12 @@ def _leaves(out: Tensor) -> list[Tensor]:
 
 
 class _Check:
-    """State of one gradcheck run: the float64 inputs, the cotangent, and fn's scalarization."""
+    """State of one gradcheck run: the float64 inputs, the cotangent, and fn's scalarization.
+
+    ``fn`` may return a Tensor or a tuple of Tensors (an op with several outputs): ``v`` is
+    then one random cotangent per floating output, L = Σ_k <out_k, v_k>, and one backward
+    pass runs from all outputs at once. Non-floating outputs (indices) are left out of L.
+    """
 
     def __init__(self, fn, args, checked, seed):
         self.fn, self.args, self.checked = fn, args, checked
@@ -170,42 +176,53 @@ class _Check:
         except BaseException:
             self.restore()
             raise
-        self.v = self.rng.standard_normal(out.shape)
+        self.v = tuple(self.rng.standard_normal(o.shape) for o in out)
 
     def restore(self):
         for i, (data, grad) in self.saved.items():
             self.args[i].data, self.args[i].grad = data, grad
 
-    def output(self) -> Tensor:
+    def output(self) -> tuple:
+        """fn's floating outputs, as a tuple (of one Tensor for a single output)."""
         out = self.fn(*self.args)
-        if not isinstance(out, Tensor):
-            raise TypeError(f"gradcheck fn: returned {type(out).__name__}; expected a Tensor")
-        return out
+        outs = out if type(out) is tuple else (out,)
+        if not outs or not all(isinstance(o, Tensor) for o in outs):
+            if type(out) is not tuple:
+                got = type(out).__name__
+            else:
+                got = f"a tuple of ({', '.join(type(o).__name__ for o in outs)})"
+            raise TypeError(f"gradcheck fn: returned {got}; expected a Tensor or a tuple of "
+                            "Tensors")
+        return tuple(o for o in outs if o.dtype.kind == "f")
 
     def loss(self) -> float:
         with no_grad():
-            return float(np.sum(self.output().data.astype(np.float64) * self.v))
+            return float(sum(np.sum(o.data.astype(np.float64) * v)
+                             for o, v in zip(self.output(), self.v)))
 
     def analytic(self, v=None, retain=False):
         for i in self.checked:
             self.args[i].grad = None
-        out = self.output()
-        if not out.requires_grad:
-            return out, [np.zeros_like(self.args[i].data) for i in self.checked]
+        outs = self.output()
+        v = self.v if v is None else v
+        pairs = [(o, vk) for o, vk in zip(outs, v) if o.requires_grad]
+        if not pairs:
+            return False, [np.zeros_like(self.args[i].data) for i in self.checked]
         # Other leaves that fn reaches (a closure's parameters) would get .grad, or have theirs
         # added into in place: clear them for the pass and give back what they held.
         checked = {id(self.args[i]) for i in self.checked}
-        others = [(t, t.grad) for t in _leaves(out) if id(t) not in checked]
+        others = [(t, t.grad) for t in _leaves(outs) if id(t) not in checked]
         for t, _ in others:
             t.grad = None
         try:
-            out.backward(self.v if v is None else v, retain_graph=retain)
+            backward_many([o for o, _ in pairs], [vk.astype(o.dtype) for o, vk in pairs],
+                          retain_graph=retain)
         finally:
             for t, grad in others:
                 t.grad = grad
         grads = [self.args[i].grad for i in self.checked]
         grads = [np.zeros_like(self.args[i].data) if g is None else g for g in grads]
-        return out, grads
+        return True, grads
 
     def numeric_elementwise(self, i, eps):
         x = self.args[i].data
@@ -246,14 +263,16 @@ def _compare(i, shape, analytic, numeric, atol, rtol) -> InputReport:
     return rep
 
 
-def gradcheck(fn: Callable[..., Tensor], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
+def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e-6,
+              atol: float = 1e-5,
               rtol: float = 1e-4, fast: bool = False, directions: int = 2, seed: int = 0,
               raise_exception: bool = True) -> GradcheckReport:
     """Compare ``fn``'s VJPs with central finite differences, in float64.
 
     ``inputs``: Tensors (those with ``requires_grad`` are checked; ``fn`` may also use them
     by closure, e.g. a model's parameters) or arrays (floating ones become checked float64
-    Tensors; others are passed through). ``fn(*inputs)`` must return a Tensor of any shape.
+    Tensors; others are passed through). ``fn(*inputs)`` must return a Tensor of any shape,
+    or a tuple of Tensors (each floating one gets its own random cotangent).
     Checked inputs are evaluated in float64 and restored afterwards, ``.grad`` included;
     other tensors ``fn`` reaches (by closure) keep their ``.grad`` as it was.
     Also checks that a zero cotangent gives zero gradients and that two backward passes
@@ -272,13 +291,13 @@ def gradcheck(fn: Callable[..., Tensor], inputs: Any, *, eps: float = 1e-6, atol
     check = _Check(fn, args, checked, seed)
     report = GradcheckReport()
     try:
-        out, grads = check.analytic(retain=True)
-        if out.requires_grad:
+        recorded, grads = check.analytic(retain=True)
+        if recorded:
             _, again = check.analytic()
             for i, g1, g2 in zip(checked, grads, again):
                 if not np.array_equal(g1, g2, equal_nan=True):
                     report.problems.append(f"input {i}: two backward passes differ")
-            _, zeros = check.analytic(v=np.zeros(out.shape))
+            _, zeros = check.analytic(v=tuple(np.zeros(v.shape) for v in check.v))
             for i, gz in zip(checked, zeros):
                 if np.any(gz != 0):
                     report.problems.append(f"input {i}: a zero cotangent gave a nonzero gradient")

@@ -15,14 +15,15 @@ import inspect
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
-__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "unbroadcast"]
+__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "backward_many",
+           "unbroadcast", "note_write"]
 
 
 class _GradMode(threading.local):
@@ -103,23 +104,56 @@ def enable_grad(fn: Callable | None = None):
     return _SetGradMode(True) if fn is None else _SetGradMode(True)(fn)
 
 
+# Every in-place write through the Tensor API draws the next stamp from this counter and
+# stores it in the written tensor's version cell ``[stamp of its last write, writes]``; a
+# node remembers the stamp current when it was recorded. So an input was written after
+# the op ran iff its cell's stamp is greater, and when no write happened since (the stamp
+# is unchanged), backward skips the check of the node's inputs entirely.
+_stamp = [0]
+
+
+def note_write(cell: list) -> None:
+    """Count an in-place write into the tensor (and views) owning version ``cell``."""
+    _stamp[0] += 1
+    cell[0] = _stamp[0]
+    cell[1] += 1
+
+
 class Node:
     """One recorded op: its name, its output's ``shape`` and ``dtype``, and the edges
     ``((parent, vjp), ...)`` to the inputs needing grad (a Node, or a leaf Tensor).
+
+    For the check against in-place writes: ``cell`` is the version cell of the output (see
+    ``Tensor``), ``stamp`` the write stamp when the op ran (see ``note_write``), and
+    ``versions`` None when input i is edge i for every Tensor input (its cell is reached
+    through the parent; the other inputs are not Tensors), else one entry per input: the
+    cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor without one (a
+    constant), None for anything else.
+
+    An op with several outputs has one Node whose ``outputs`` is ``((shape, dtype), ...)``
+    (its ``shape``, ``dtype`` and ``cell`` are tuples too, one item per output); output k's
+    own Node has ``outputs = k`` and the one edge ``(that node, None)``.
 
     ``edges`` is set to None when the graph is released after ``backward``; the VJP closures,
     and the arrays they saved, are freed with it. ``retained`` is a weak reference to the
     tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or None.
     """
 
-    __slots__ = ("op", "edges", "shape", "dtype", "retained")
+    __slots__ = ("op", "edges", "shape", "dtype", "retained", "cell", "stamp", "versions",
+                 "outputs")
 
-    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype) -> None:
+    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype,
+                 cell: list | tuple | None = None, versions: tuple | None = None,
+                 outputs: tuple | int | None = None) -> None:
         self.op = op
         self.edges = edges
         self.shape = shape
         self.dtype = dtype
         self.retained: weakref.ref | None = None
+        self.cell = cell
+        self.stamp = _stamp[0]
+        self.versions = versions
+        self.outputs = outputs
 
 
 def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
@@ -143,13 +177,16 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.reshape(shape)
 
 
-def _toposort(root: Node, released_ok: bool = False) -> list:
-    """Nodes reachable from ``root``, inputs before results, the first input's branch first
-    (iterative DFS, no recursion limit). A node already released by ``backward()`` is an
-    error, or with ``released_ok`` listed without its inputs (for ``graph_summary``)."""
+def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
+    """Nodes reachable from ``roots``, inputs before results, the first input's branch first
+    (iterative DFS, no recursion limit). A node already released by ``backward()``, or one
+    whose inputs were written in place since it was recorded, is an error; with
+    ``released_ok`` (for ``graph_summary``) neither is checked, and a released node is
+    listed without its inputs."""
     order = []
     seen = set()
-    stack = [(root, False)]
+    stack = [(roots, False)] if type(roots) is Node else [(r, False) for r in reversed(roots)]
+    stamp = _stamp[0]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -159,12 +196,15 @@ def _toposort(root: Node, released_ok: bool = False) -> list:
             continue
         seen.add(id(node))
         edges = node.edges
-        if edges is None and not released_ok:
-            raise RuntimeError(
-                f"backward through the graph a second time: the graph of op '{node.op}' was "
-                "released by the first backward(); pass retain_graph=True to the first call "
-                "to backward through it again"
-            )
+        if not released_ok:
+            if edges is None:
+                raise RuntimeError(
+                    f"backward through the graph a second time: the graph of op '{node.op}' "
+                    "was released by the first backward(); pass retain_graph=True to the first "
+                    "call to backward through it again"
+                )
+            if node.stamp != stamp:  # something was written in place since the op ran
+                _check_versions(node)
         stack.append((node, True))
         for parent, _ in reversed(edges or ()):
             if type(parent) is Node and id(parent) not in seen:
@@ -172,19 +212,94 @@ def _toposort(root: Node, released_ok: bool = False) -> list:
     return order
 
 
+def _check_versions(node: Node) -> None:
+    """Raise if an input or output of ``node`` was written in place after it was recorded."""
+    outputs = node.outputs
+    if type(outputs) is int:  # one output of a multi-output op: its op's node checks it
+        return
+    stamp = node.stamp
+    cells = (node.cell,) if outputs is None else node.cell
+    for k, cell in enumerate(cells):
+        if cell is not None and cell[0] > stamp:
+            shape, dtype = (node.shape, node.dtype) if outputs is None else outputs[k]
+            raise _modified(node, "its output" if outputs is None else f"its output {k}",
+                            shape, dtype, cell)
+    if node.versions is None:  # input i is edge i
+        for i, (parent, _) in enumerate(node.edges):
+            cell = parent.cell if type(parent) is Node else parent._version
+            if cell[0] > stamp:
+                raise _modified(node, f"input {i}", *_shape_of(parent), cell)
+        return
+    edge = 0
+    for i, entry in enumerate(node.versions):
+        if entry is None:
+            continue
+        if type(entry) is list:  # an input with an edge: the parent has its shape
+            if entry[0] > stamp:
+                raise _modified(node, f"input {i}", *_shape_of(node.edges[edge][0]), entry)
+            edge += 1
+        elif entry[0][0] > stamp:
+            raise _modified(node, f"input {i}", entry[1], entry[2], entry[0])
+
+
+def _shape_of(parent) -> tuple:
+    return (parent.shape, parent.dtype) if type(parent) is Node else \
+        (parent.data.shape, parent.data.dtype)
+
+
+def _modified(node: Node, what: str, shape: tuple, dtype: np.dtype, cell: list) -> RuntimeError:
+    return RuntimeError(
+        f"backward through op '{node.op}': {what} (shape {shape}, {dtype}) was modified in "
+        f"place after the op recorded it (its version is now {cell[1]}): an optimizer.step(), "
+        "t[idx] = v or t += v between forward and backward? Run the forward pass again after "
+        "changing the data (writes through .data are not tracked)"
+    )
+
+
 def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Accumulate d(root)/d(leaf), contracted with ``grad``, into every reachable leaf's ``.grad``.
 
     Walks the graph once in reverse topological order. A node used several times receives
-    the sum of its gradients. Each intermediate gradient is dropped once its node has passed
-    it on, and, unless ``retain_graph``, each node's VJPs (with the arrays they saved) are
+    the sum of its gradients; the node of an op with several outputs gathers one cotangent
+    per output (zeros for an output that did not reach ``root``) and calls each VJP once
+    with the tuple. Each intermediate gradient is dropped once its node has passed it on,
+    and, unless ``retain_graph``, each node's VJPs (with the arrays they saved) are
     released right after they run.
+
+    Before any gradient is computed, every node is checked against in-place writes: if a
+    Tensor input or output of a recorded op was written through the Tensor API since the
+    op ran (its version moved), this raises a RuntimeError naming the op and the input,
+    and no ``.grad`` changes. Writes straight into ``.data`` are not seen.
     """
     if root._node is None:  # a leaf: d(root)/d(root) is the identity
         _accumulate_leaf(root, grad, owned=False)
         return
-    order = _toposort(root._node)
-    grads = {id(root._node): grad}
+    _sweep(_toposort(root._node), {id(root._node): grad}, retain_graph)
+
+
+def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
+                  retain_graph: bool = False) -> None:
+    """``backward`` of several tensors at once, as of Σ_k <roots[k], grads[k]>: one sweep,
+    each node's VJPs called once (``torch.autograd.backward`` with several tensors).
+    ``grads[k]`` has the shape and dtype of ``roots[k]``; leaf roots get it added to ``.grad``."""
+    nodes, start = [], {}
+    for root, grad in zip(roots, grads):
+        if root._node is None:
+            continue
+        key = id(root._node)
+        if key in start:
+            start[key] = start[key] + grad
+        else:
+            nodes.append(root._node)
+            start[key] = grad
+    order = _toposort(nodes) if nodes else []
+    for root, grad in zip(roots, grads):
+        if root._node is None:  # a leaf: d(root)/d(root) is the identity
+            _accumulate_leaf(root, grad, owned=False)
+    _sweep(order, start, retain_graph)
+
+
+def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
     owned = set()  # ids whose buffer in ``grads`` this sweep allocated, so may update in place
     for node in reversed(order):
         g = grads.pop(id(node))
@@ -192,6 +307,19 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
             t = node.retained()
             if t is not None:
                 _accumulate_leaf(t, g, owned=False)
+        outputs = node.outputs
+        if outputs is not None:
+            if type(outputs) is int:  # output k of a multi-output op: hand g to its node
+                multi = node.edges[0][0]
+                slots = grads.get(id(multi))
+                if slots is None:
+                    slots = grads[id(multi)] = [None] * len(multi.outputs)
+                slots[outputs] = g  # every node runs once, so each slot is filled once
+                if not retain_graph:
+                    node.edges = None
+                continue
+            g = tuple(np.zeros(shape, dtype) if gk is None else gk
+                      for gk, (shape, dtype) in zip(g, outputs))
         for parent, vjp in node.edges:
             gp = vjp(g)
             leaf = type(parent) is not Node

@@ -59,7 +59,8 @@ def _filled(cell) -> bool:
 
 @dataclass
 class GraphSummary:
-    """One row per recorded op, inputs before results: (op, shape, dtype, bytes saved)."""
+    """One row per recorded op, inputs before results: (op, shape, dtype, bytes saved); an
+    op with several outputs has one row, its shape and dtype the tuples of its outputs'."""
 
     rows: list
     total_saved_bytes: int
@@ -67,6 +68,9 @@ class GraphSummary:
     def __str__(self) -> str:
         lines = [f"{'#':>4}  {'op':<14} {'output shape':<20} {'dtype':<8} {'saved for backward':>18}"]
         for k, (name, shape, dtype, nbytes) in enumerate(self.rows):
+            if type(dtype) is tuple:  # an op with several outputs
+                shape = ", ".join(map(str, shape))
+                dtype = ", ".join(map(str, dtype))
             lines.append(f"{k:>4}  {name:<14} {str(shape):<20} {str(dtype):<8} {_human(nbytes):>18}")
         lines.append(f"{len(self.rows)} ops; saved for backward in all (shared arrays once): "
                      f"{_human(self.total_saved_bytes)}")
@@ -93,6 +97,8 @@ def graph_summary(t: Tensor) -> GraphSummary:
         return GraphSummary([], 0)
     rows, everything = [], {}
     for node in _toposort(t._node, released_ok=True):
+        if type(node.outputs) is int:  # one output of a multi-output op: listed with the op
+            continue
         saved = _saved_arrays(node)
         everything.update(saved)
         rows.append((node.op, node.shape, node.dtype, sum(a.nbytes for a in saved.values())))

@@ -33,6 +33,15 @@ def _real(name: str, value: Any, *, low: float = 0.0, low_open: bool = False,
     return value
 
 
+def _counter(where: str, value: Any, low: int) -> int:
+    """An integer count read from a state dict: a 0-d integer array or an int, >= low."""
+    a = np.asarray(value)
+    if a.shape != () or a.dtype.kind not in "iu" or int(a) < low:
+        expected = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise ValueError(f"{where}: got {a.tolist()!r}; expected {expected}")
+    return int(a)
+
+
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"{name}: got {value!r}; expected a positive integer")
@@ -162,27 +171,66 @@ class Optimizer:
             p.grad = None
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, once, in place. Every gradient is
-        checked first: a bad one raises before any parameter moves."""
+        """Update every parameter that has a gradient, once, in place, and bump its version
+        (so a graph recorded before the step refuses to backward). All or nothing: every
+        parameter, gradient, state buffer and hyperparameter is checked first, so a bad
+        one raises before any parameter or state moves."""
         lr = _real("lr", self.lr)
         work = []
-        for p, state, group in zip(self.params, self.state, self._group_of):
+        for i, (p, state, group) in enumerate(zip(self.params, self.state, self._group_of)):
             grad = p.grad
             if grad is None:
                 continue
-            if grad.shape != p.data.shape:
-                raise ValueError(f"step: a gradient of shape {grad.shape} for a parameter of "
-                                 f"shape {p.data.shape}; expected equal shapes")
+            data = p.data
+            where = f"step: parameter {i} (shape {data.shape}, {data.dtype})"
+            if not isinstance(data, np.ndarray) or data.dtype.kind != "f":
+                raise TypeError(f"step: parameter {i} holds {type(data).__name__} of dtype "
+                                f"{getattr(data, 'dtype', None)}; expected a floating array "
+                                "(was its .data replaced?)")
+            if grad.shape != data.shape:
+                raise ValueError(f"{where}: a gradient of shape {grad.shape}; expected the "
+                                 "parameter's shape")
             if grad.dtype.kind not in "biuf":
-                raise TypeError(f"step: a gradient of dtype {grad.dtype} for a parameter of "
-                                f"dtype {p.data.dtype}; expected real numbers")
-            work.append((p, grad, state, group))
+                raise TypeError(f"{where}: a gradient of dtype {grad.dtype}; expected real "
+                                "numbers")
+            if not data.flags.writeable:
+                raise ValueError(f"{where}: its array is read-only; expected a writeable array "
+                                 "(nothing was updated)")
+            compute = self._compute_dtype(data.dtype)
+            for name, buf in state.items():
+                if isinstance(buf, np.ndarray) and (buf.shape != data.shape
+                                                    or buf.dtype != compute):
+                    raise ValueError(
+                        f"step: parameter {i} has state {name} of shape {buf.shape} dtype "
+                        f"{buf.dtype}, but the parameter now has shape {data.shape} dtype "
+                        f"{data.dtype} (was its .data replaced?); expected shape {data.shape} "
+                        f"dtype {compute}: load a matching state_dict or build a new optimizer"
+                    )
+            self._check_numbers(i, compute, lr, group)
+            work.append((p, grad.astype(compute, copy=False), state, group))
         self.step_count += 1
         for p, grad, state, group in work:
-            self._update(p.data, grad.astype(p.data.dtype, copy=False), state, lr, group)
+            self._update(p.data, grad, state, lr, group)
+            p.bump_version()
+
+    def _compute_dtype(self, dtype: np.dtype) -> np.dtype:
+        """The dtype a parameter of ``dtype`` is updated in (and its state buffers are kept in)."""
+        return dtype
+
+    def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
+        """The step's numbers must fit the dtype they are used in: a learning rate (or a
+        factor) that overflows it makes every update inf without an error."""
+        top = float(np.finfo(compute).max)
+        for name, value in (("lr", lr), *((n, group[n]) for n in self._group_names())):
+            if isinstance(value, float) and abs(value) > top:
+                raise ValueError(
+                    f"{name}: got {value}; it overflows {compute}, the dtype parameter {i} is "
+                    f"updated in; expected at most {top}"
+                )
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
                 group: dict) -> None:
+        """Update ``param`` in place from ``grad`` (in ``_compute_dtype(param.dtype)``)."""
         raise NotImplementedError
 
     # ---- checkpoints ------------------------------------------------------------------
@@ -239,21 +287,30 @@ class Optimizer:
             if entries and set(entries) != per_param:
                 raise KeyError(f"{owner}.load_state_dict: parameter {i} has state "
                                f"{sorted(entries)}; expected all of {sorted(per_param)} or none")
+            compute = self._compute_dtype(p.data.dtype)
             for name in self._buffer_names:
                 if name not in entries:
                     continue
                 value = np.asarray(entries[name])
-                if value.shape != p.data.shape or value.dtype != p.data.dtype:
+                # a float16 parameter's state written before it was kept in float32 converts
+                if value.shape != p.data.shape or value.dtype not in (compute, p.data.dtype):
                     raise ValueError(
                         f"{owner}.load_state_dict: state.{i}.{name} got shape {value.shape} "
-                        f"dtype {value.dtype}; expected shape {p.data.shape} dtype {p.data.dtype}"
+                        f"dtype {value.dtype}; expected shape {p.data.shape} dtype {compute}"
                     )
-                entries[name] = value.copy()
+                if not np.all(np.isfinite(value)):
+                    raise ValueError(f"{owner}.load_state_dict: state.{i}.{name} holds a NaN "
+                                     "or inf; expected finite numbers")
+                self._check_buffer(f"{owner}.load_state_dict: state.{i}.{name}", name, value)
+                entries[name] = value.astype(compute, copy=True)
             for name in self._counter_names:
                 if name in entries:
-                    entries[name] = int(entries[name])
-        hyper = {name: self._hyperparameter_from_array(name, np.asarray(state[name]))
+                    entries[name] = _counter(f"{owner}.load_state_dict: state.{i}.{name}",
+                                             entries[name], low=1)
+        hyper = {name: self._checked(
+                     name, self._hyperparameter_from_array(name, np.asarray(state[name])))
                  for name in self._hyperparameters}
+        step_count = _counter(f"{owner}.load_state_dict: step_count", state["step_count"], low=0)
         groups = [{name: hyper[name] for name in self._group_names()}
                   for _ in self.param_groups]
         if grouped:
@@ -265,12 +322,19 @@ class Optimizer:
                 for name in values:
                     raw = np.asarray(state[f"group.{g}.{name}"])
                     values[name] = self._checked(name, self._hyperparameter_from_array(name, raw))
+        position = {id(group): g for g, group in enumerate(self.param_groups)}
+        for i, (p, group) in enumerate(zip(self.params, self._group_of)):
+            values = groups[position[id(group)]]
+            self._check_numbers(i, self._compute_dtype(p.data.dtype), hyper["lr"], values)
         for name, value in hyper.items():
             setattr(self, name, value)
         for group, values in zip(self.param_groups, groups):
             group.update(values)
-        self.step_count = int(state["step_count"])
+        self.step_count = step_count
         self.state = states
+
+    def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
+        """A loaded state buffer's values must make sense (e.g. a variance is >= 0)."""
 
     def _group_names(self) -> list[str]:
         return [name for name in self._hyperparameters if name != "lr"]
@@ -352,6 +416,13 @@ class AdamW(Optimizer):
         p ← p - lr m̂ / (√v̂ + eps)
 
     t counts the updates of that parameter (a step where its grad is None does not count).
+
+    A float16 parameter is updated in float32, with its state ``m``, ``v`` kept in float32,
+    and the result rounded to float16 once per step (as mixed-precision training keeps
+    optimizer state in float32): in float16, eps = 1e-8 rounds to 0 (so a zero gradient
+    gives 0/0 = NaN), and (1 - β2) g² underflows to 0 for |g| < 0.008, which turns the step
+    into lr m / eps. eps must be > 0, and at least the smallest normal number of the dtype
+    the update is computed in (float32: 1.2e-38).
     """
 
     _hyperparameters = ("lr", "betas", "eps", "weight_decay")
@@ -366,13 +437,35 @@ class AdamW(Optimizer):
         self.eps = self._checked("eps", eps)
         self.weight_decay = self._checked("weight_decay", weight_decay)
         self._set_groups()
+        for i, (p, group) in enumerate(zip(self.params, self._group_of)):
+            self._check_numbers(i, self._compute_dtype(p.data.dtype), self.lr, group)
 
     def _checked(self, name: str, value: Any) -> Any:
         if name == "betas":
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise ValueError(f"betas: got {value!r}; expected a pair (beta1, beta2)")
             return (_real("betas[0]", value[0], high=1.0), _real("betas[1]", value[1], high=1.0))
+        if name == "eps":
+            return _real(name, value, low_open=True)
         return _real(name, value)
+
+    def _compute_dtype(self, dtype: np.dtype) -> np.dtype:
+        return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+    def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
+        super()._check_numbers(i, compute, lr, group)
+        tiny = np.finfo(compute).tiny
+        if group["eps"] < tiny:
+            raise ValueError(
+                f"eps: got {group['eps']}; it rounds to 0 or loses its digits in {compute}, the "
+                f"dtype parameter {i} is updated in; expected at least {tiny!s} (the smallest "
+                f"normal {compute})"
+            )
+
+    def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
+        if name == "exp_avg_sq" and np.any(value < 0):
+            raise ValueError(f"{where}: holds a negative value; expected the running mean of "
+                             "g², which is >= 0 (its square root would be NaN)")
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
                 group: dict) -> None:
@@ -380,11 +473,14 @@ class AdamW(Optimizer):
         weight_decay, eps = group["weight_decay"], group["eps"]
         if not state:
             state["step"] = 0
-            state["exp_avg"] = np.zeros_like(param)
-            state["exp_avg_sq"] = np.zeros_like(param)
+            state["exp_avg"] = np.zeros(param.shape, grad.dtype)
+            state["exp_avg_sq"] = np.zeros(param.shape, grad.dtype)
         state["step"] += 1
         t = state["step"]
         m, v = state["exp_avg"], state["exp_avg_sq"]
+        rounded = param  # float16: update a float32 copy, round once at the end
+        if param.dtype != grad.dtype:
+            param = param.astype(grad.dtype)
         if weight_decay != 0:
             param *= 1.0 - lr * weight_decay
         # One scratch array serves every temporary of this update.
@@ -401,6 +497,8 @@ class AdamW(Optimizer):
         np.divide(m, scratch, out=scratch)
         scratch *= lr / (1.0 - beta1 ** t)
         param -= scratch
+        if param is not rounded:
+            rounded[...] = param
 
 
 # The schedules live in their own module; optim re-exports them (the public API).

@@ -29,11 +29,11 @@ class LRScheduler:
 
     Building a schedule sets ``optimizer.lr = lr_at(0)``; each ``step()`` (call it after
     ``optimizer.step()``) advances ``last_step`` by one and sets ``optimizer.lr`` again.
-    Subclasses list their settings in ``_config`` (saved in ``state_dict``).
+    Subclasses list their settings in ``_config`` (saved in ``state_dict``) and check them in
+    ``_configure``, which the constructor and ``load_state_dict`` both call.
     """
 
     _config: tuple[str, ...] = ()
-    _int_config: tuple[str, ...] = ()
 
     def __init__(self, optimizer: Optimizer) -> None:
         _check_optimizer(optimizer)
@@ -69,11 +69,32 @@ class LRScheduler:
         """Restore ``last_step`` and the settings, and set the optimizer's lr to match."""
         _check_state(type(self).__name__, state)
         _check_keys(type(self).__name__, state, {"last_step", *self._config})
+        owner = f"{type(self).__name__}.load_state_dict"
+        values = {}
         for name in self._config:
-            convert = int if name in self._int_config else float
-            setattr(self, name, convert(state[name]))
-        self.last_step = int(state["last_step"])
+            a = np.asarray(state[name])
+            if a.shape != () or a.dtype.kind not in "biuf":
+                raise ValueError(f"{owner}: {name} got {state[name]!r}; expected one number")
+            values[name] = a.item()
+        last = np.asarray(state["last_step"])
+        if last.shape != () or last.dtype.kind not in "iu" or int(last) < 0:
+            raise ValueError(f"{owner}: last_step got {state['last_step']!r}; expected an "
+                             "integer >= 0")
+        trial = object.__new__(type(self))  # the constructor's checks, before self changes
+        try:
+            trial._configure(**values)
+            trial.lr_at(int(last))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{owner}: {e}" if "last_step" not in str(e) and
+                             "stepped to" not in str(e) else
+                             f"{owner}: last_step got {int(last)}: {e}") from None
+        self._configure(**values)
+        self.last_step = int(last)
         self._apply()
+
+    def _configure(self, **settings: Any) -> None:
+        """Check and set the settings named in ``_config`` (the constructor's checks)."""
+        raise NotImplementedError
 
 
 class WarmupCosine(LRScheduler):
@@ -89,20 +110,25 @@ class WarmupCosine(LRScheduler):
     """
 
     _config = ("base_lr", "warmup_steps", "total_steps", "min_lr")
-    _int_config = ("warmup_steps", "total_steps")
 
     def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int,
                  min_lr: float = 0.0) -> None:
-        self.total_steps = _positive_int("total_steps", total_steps)
+        _check_optimizer(optimizer)
+        self._configure(base_lr=optimizer.lr, warmup_steps=warmup_steps,
+                        total_steps=total_steps, min_lr=min_lr)
+        super().__init__(optimizer)
+
+    def _configure(self, base_lr: float, warmup_steps: int, total_steps: int,
+                   min_lr: float) -> None:
+        total_steps = _positive_int("total_steps", total_steps)
         if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)) \
-                or not 0 <= warmup_steps < self.total_steps:
+                or not 0 <= warmup_steps < total_steps:
             raise ValueError(f"warmup_steps: got {warmup_steps!r}; expected an integer in "
-                             f"[0, total_steps={self.total_steps})")
+                             f"[0, total_steps={total_steps})")
+        self.total_steps = total_steps
         self.warmup_steps = int(warmup_steps)
         self.min_lr = _real("min_lr", min_lr)
-        _check_optimizer(optimizer)
-        self.base_lr = _real("optimizer.lr", optimizer.lr)
-        super().__init__(optimizer)
+        self.base_lr = _real("base_lr (the optimizer's lr)", base_lr)
 
     def lr_at(self, step: int) -> float:
         if step < self.warmup_steps:
@@ -126,17 +152,21 @@ class OneCycle(LRScheduler):
     """
 
     _config = ("max_lr", "total_steps", "pct_start", "div_factor", "final_div_factor")
-    _int_config = ("total_steps",)
 
     def __init__(self, optimizer: Optimizer, max_lr: float, total_steps: int,
                  pct_start: float = 0.3, div_factor: float = 25.0,
                  final_div_factor: float = 1e4) -> None:
+        self._configure(max_lr=max_lr, total_steps=total_steps, pct_start=pct_start,
+                        div_factor=div_factor, final_div_factor=final_div_factor)
+        super().__init__(optimizer)
+
+    def _configure(self, max_lr: float, total_steps: int, pct_start: float,
+                   div_factor: float, final_div_factor: float) -> None:
         self.max_lr = _real("max_lr", max_lr)
         self.total_steps = _positive_int("total_steps", total_steps)
         self.pct_start = _real("pct_start", pct_start, high=1.0, high_open=False)
         self.div_factor = _real("div_factor", div_factor, low_open=True)
         self.final_div_factor = _real("final_div_factor", final_div_factor, low_open=True)
-        super().__init__(optimizer)
 
     def lr_at(self, step: int) -> float:
         if step > self.total_steps:

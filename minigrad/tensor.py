@@ -39,9 +39,32 @@ class Tensor:
     floating tensors may ``requires_grad``. After ``backward()``, ``.grad`` holds an
     ``np.ndarray`` of the same shape and dtype as ``data``; gradients *accumulate* there
     across uses and across calls until cleared (``t.grad = None`` or ``Module.zero_grad()``).
+
+    In-place writes and the version counter, as in PyTorch: ``version`` counts the in-place
+    writes made through the Tensor API (``t[idx] = v``, ``t += v`` and the other in-place
+    operators, an optimizer's ``step()``); a view made by an op (``reshape``, ``t[:2]``,
+    ``detach()``, ``Tensor(t)``) shares the counter of the tensor it views. Every recorded
+    op notes the versions of its Tensor inputs and of its output, and ``backward()``
+    refuses, naming the op and the input, if one changed since. Writes into ``t.data`` itself (``t.data[0] = 1``,
+    NumPy functions with ``out=t.data``) bypass the counter, as in PyTorch; call
+    ``bump_version()`` after such a write to have it checked.
+
+    ==========================================  ==========================================
+    ``t[idx] = v``, ``t += v`` (also ``-= *= /= **= @=``) on ...
+    ==========================================  ==========================================
+    a tensor, when nothing requires grad        writes into ``t.data``, bumps the version
+    anything, inside ``no_grad()``              writes into ``t.data``, bumps the version
+    a leaf that requires grad                   RuntimeError (as PyTorch): write it under
+                                                ``no_grad()``
+    a non-leaf, or ``v`` requires grad          ``t[idx] = v``: RuntimeError (build the
+                                                tensor out of place: ``F.where``,
+                                                ``F.concatenate``); ``t += v``: recorded
+                                                out of place as ``t = t + v`` (a new
+                                                tensor; the old one is left as it was)
+    ==========================================  ==========================================
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "_node", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_node", "_version", "__weakref__")
 
     # ---- NumPy's protocols (NEP 13, NEP 18; handled in minigrad/numpy_api.py) ----------
     # np.exp(t), np.sum(t), ndarray <op> Tensor record the op; other NumPy functions refuse
@@ -60,13 +83,17 @@ class Tensor:
         return numpy_api.to_array(self, dtype, copy)
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
-        given = data.data if isinstance(data, Tensor) else data
+        original = data if isinstance(data, Tensor) else None
+        given = data.data if original is not None else data
         data = _as_array(given, dtype, copy=False)
         _check_dtype(data, _flag(requires_grad), given)
         self.data = data
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
         self._node: Node | None = None
+        # one cell, shared with the views ops make of this tensor (and Tensor(t), t's data)
+        shared = isinstance(given, np.ndarray) and original is not None and data is given
+        self._version = original._version if shared else [0, 0]
 
     @classmethod
     def _make(cls, data: np.ndarray, node: Node | None = None) -> Tensor:
@@ -76,6 +103,7 @@ class Tensor:
         t.grad = None
         t.requires_grad = node is not None
         t._node = node
+        t._version = [0, 0]  # [write stamp of the last in-place write, writes]
         return t
 
     # ---- array attributes -------------------------------------------------------------
@@ -134,8 +162,21 @@ class Tensor:
         return self.data
 
     def detach(self) -> Tensor:
-        """A tensor sharing ``data`` that is cut from the graph and does not require grad."""
-        return Tensor._make(self.data)
+        """A tensor sharing ``data`` (and so the version counter) that is cut from the graph
+        and does not require grad."""
+        t = Tensor._make(self.data)
+        t._version = self._version
+        return t
+
+    @property
+    def version(self) -> int:
+        """How many in-place writes the Tensor API made into ``data`` (or a view sharing it)."""
+        return self._version[1]
+
+    def bump_version(self) -> None:
+        """Count an in-place write made through ``.data``, so that ``backward()`` through an op
+        that recorded this tensor before the write refuses instead of using the new values."""
+        graph.note_write(self._version)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` on a leaf in place; returns self."""
@@ -172,9 +213,12 @@ class Tensor:
         tensor with one element, where it defaults to 1. The graph is released afterwards
         (its saved arrays freed) unless ``retain_graph=True``.
 
-        VJPs keep references to the arrays they need, not copies: writing into an input's
-        ``data`` between the forward pass and ``backward`` (an optimizer step before a
-        retained graph's second backward, say) changes the gradients that come out.
+        VJPs keep references to the arrays they need, not copies. So an in-place write made
+        through the Tensor API between the forward pass and ``backward`` into an input or
+        output of a recorded op (an optimizer ``step()``, ``t[idx] = v``, ``t += v``) makes
+        this raise a RuntimeError naming the op and the input, before any ``.grad`` changes.
+        A write straight into ``t.data`` is not tracked (as in PyTorch) and changes the
+        gradients that come out, unless followed by ``t.bump_version()``.
         """
         if not self.requires_grad:
             raise RuntimeError(
@@ -218,6 +262,59 @@ class Tensor:
     def __pos__(self): return self
     def __abs__(self): return _ops.abs(self)
     def __getitem__(self, index): return _ops.getitem(self, index)
+
+    # ---- in-place writes (see the class docstring for when each is allowed) ----------------
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value``: NumPy's assignment into ``data`` (values cast to t's dtype);
+        bumps the version."""
+        what = f"t[index] = value on a tensor of shape {self.shape}"
+        if graph.is_grad_enabled():
+            _check_unrecorded_write(self, what)
+            if isinstance(value, Tensor) and value.requires_grad:
+                raise RuntimeError(
+                    f"{what}: value requires grad but t does not, and writing value's numbers "
+                    "would drop its gradient; build t out of place (F.stack, F.concatenate, "
+                    "F.where), or write value.detach() to mean no gradient"
+                )
+        raw = _real_operand(value, "t[index] = value", "value")
+        _check_writeable(self, what)
+        if isinstance(index, Tensor):
+            index = index.data
+        elif type(index) is tuple:
+            index = tuple(i.data if isinstance(i, Tensor) else i for i in index)
+        self.data[index] = raw
+        graph.note_write(self._version)
+
+    def __iadd__(self, other): return self._inplace(other, np.add, "+=", _ops.add)
+    def __isub__(self, other): return self._inplace(other, np.subtract, "-=", _ops.sub)
+    def __imul__(self, other): return self._inplace(other, np.multiply, "*=", _ops.mul)
+    def __itruediv__(self, other): return self._inplace(other, np.true_divide, "/=", _ops.div)
+    def __ipow__(self, other): return self._inplace(other, np.power, "**=", _ops.pow)
+    def __imatmul__(self, other): return self._inplace(other, np.matmul, "@=", _ops.matmul)
+
+    def _inplace(self, other: Any, ufunc: np.ufunc, symbol: str, op: Any) -> Tensor:
+        """``t <symbol> other`` in place (NumPy's same-kind casting into t's dtype), or, where
+        the result must be recorded, the op out of place (the name is rebound to it)."""
+        what = f"t {symbol} value on a tensor of shape {self.shape}"
+        if graph.is_grad_enabled() and (self.requires_grad or (
+                isinstance(other, Tensor) and other.requires_grad)):
+            if self._node is None and self.requires_grad:
+                _check_unrecorded_write(self, what)  # a leaf: refused, as in PyTorch
+            return op(self, other)  # like t = t + other: recorded, nothing written
+        raw = _real_operand(other, f"t {symbol} value", "value")
+        _check_writeable(self, what)
+        try:
+            ufunc(self.data, raw, out=self.data)
+        except TypeError:  # NumPy's UFuncTypeError: the result does not fit t's dtype
+            kind = np.result_type(self.data, raw)
+            raise TypeError(f"{what}: the result is {kind}, which cannot be stored in t's "
+                            f"{self.dtype} in place; write t = t {symbol[:-1]} value for a "
+                            "new tensor") from None
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}; expected a value that broadcasts to t's shape "
+                             f"{self.shape}") from None
+        graph.note_write(self._version)
+        return self
 
     # Comparisons give bool tensors and are not differentiable.
     def __lt__(self, other): return _ops.less(self, other)
@@ -279,6 +376,43 @@ _ARRAY_LIKE = (Tensor, np.ndarray, np.generic, int, float, list, tuple)  # bool 
 
 def _array_like(x: Any) -> bool:
     return isinstance(x, _ARRAY_LIKE)
+
+
+def _check_unrecorded_write(t: Tensor, what: str) -> None:
+    """In grad mode, refuse an in-place write into a tensor that requires grad: minigrad
+    records no in-place op, so its gradient would silently ignore the write."""
+    if not t.requires_grad:
+        return
+    if t._node is None:
+        raise RuntimeError(
+            f"{what}: t is a leaf that requires grad, and an in-place write into it would not "
+            "be recorded; to change a parameter's values, write under `with mg.no_grad():`"
+        )
+    raise RuntimeError(
+        f"{what}: t is the result of op '{t._node.op}', and minigrad does not record in-place "
+        "writes into the graph; build the new tensor out of place (F.where(mask, value, t), "
+        "F.concatenate), or write under `with mg.no_grad():` to change the numbers without "
+        "a gradient (backward through that op then refuses)"
+    )
+
+
+def _real_operand(value: Any, what: str, name: str) -> Any:
+    """The array or number to write: real numbers only (not strings, None or objects)."""
+    raw = value.data if isinstance(value, Tensor) else value
+    try:
+        kind = np.asarray(raw).dtype.kind
+    except (TypeError, ValueError):  # ragged lists
+        kind = "O"
+    if kind not in "biuf":
+        raise TypeError(f"{what}: {name} got {value!r} ({type(value).__name__}); expected a "
+                        "number, an array or a Tensor of real numbers")
+    return raw
+
+
+def _check_writeable(t: Tensor, what: str) -> None:
+    if not t.data.flags.writeable:
+        raise ValueError(f"{what}: t's array is read-only (a broadcast view, or made "
+                         "read-only by its owner); expected a writeable array")
 
 
 class _GradRequired(RuntimeError, ValueError):

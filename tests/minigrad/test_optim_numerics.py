@@ -1,0 +1,210 @@
+"""Optimizer numbers that would silently go wrong: float16 AdamW, hyperparameters a dtype
+cannot hold, partial updates when one parameter cannot be updated, and checkpoints of
+optimizers and schedules whose values would give NaN or a crash later."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minigrad.nn import Parameter
+from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
+
+RNG = np.random.default_rng(7)
+
+
+def adamw_reference(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+    """torch.optim.AdamW's formulas, in float64."""
+    p = p.astype(np.float64)
+    m = np.zeros_like(p)
+    v = np.zeros_like(p)
+    b1, b2 = betas
+    for t, g in enumerate(grads, start=1):
+        g = g.astype(np.float64)
+        p = p * (1 - lr * weight_decay)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        p = p - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    return p
+
+
+# ---- float16 AdamW -----------------------------------------------------------------------------
+def test_float16_adamw_with_default_eps_gives_the_float64_update():
+    # zero gradients (v = 0, where eps = 1e-8 rounded to float16 is 0: 0/0) and small ones
+    # (g² (1 - β2) underflows float16: v = 0 and the step becomes lr m / eps)
+    p0 = RNG.standard_normal(6).astype(np.float16)
+    grads = [np.array([0.0, 1e-4, -1e-3, 0.5, -2.0, 0.0], np.float16) for _ in range(3)]
+    p = Parameter(p0)
+    opt = AdamW([p], lr=1e-2)
+    for g in grads:
+        p.grad = g.copy()
+        opt.step()
+    assert p.dtype == np.float16
+    assert np.all(np.isfinite(p.data))
+    expected = adamw_reference(p0, grads, lr=1e-2)
+    # each step rounds once to float16; allow a few float16 ulps at the values' magnitude
+    tol = 4 * 3 * np.finfo(np.float16).eps * np.maximum(np.abs(expected), 1.0)
+    np.testing.assert_array_less(np.abs(p.data.astype(np.float64) - expected), tol)
+
+
+def test_float16_adamw_state_is_float32_and_survives_a_checkpoint():
+    p = Parameter(np.ones(3, np.float16))
+    opt = AdamW([p], lr=1e-3)
+    p.grad = np.full(3, 1e-3, np.float16)
+    opt.step()
+    state = opt.state_dict()
+    assert state["state.0.exp_avg"].dtype == np.float32
+    assert state["state.0.exp_avg_sq"].dtype == np.float32
+    q = Parameter(p.data)
+    again = AdamW([q], lr=1e-3)
+    again.load_state_dict(state)
+    p.grad = q.grad = np.full(3, -2e-3, np.float16)
+    opt.step()
+    again.step()
+    np.testing.assert_array_equal(p.data, q.data)
+
+
+@pytest.mark.parametrize("eps", [0.0, -1e-8])
+def test_adamw_eps_must_be_positive(eps):
+    with pytest.raises(ValueError, match=r"eps: got .*expected a number in \(0"):
+        AdamW([Parameter(np.ones(2))], eps=eps)
+    with pytest.raises(ValueError, match="eps"):
+        AdamW([{"params": [Parameter(np.ones(2))], "eps": eps}])
+
+
+def test_adamw_eps_that_rounds_to_zero_in_the_dtype_is_refused():
+    with pytest.raises(ValueError) as e:
+        AdamW([Parameter(np.ones(2, np.float32))], eps=1e-50)
+    msg = str(e.value)
+    assert "eps" in msg and "float32" in msg and str(np.finfo(np.float32).tiny) in msg
+    AdamW([Parameter(np.ones(2))], eps=1e-50)  # float64 holds it
+
+
+def test_lr_that_overflows_the_parameter_dtype_is_refused_before_any_update():
+    a = Parameter(np.ones(2))
+    b = Parameter(np.ones(2, np.float16))
+    opt = SGD([a, b], lr=1.0)
+    opt.lr = 1e6  # above float16's max 65504: every update would be inf
+    a.grad, b.grad = np.ones(2), np.ones(2, np.float16)
+    with pytest.raises(ValueError, match=r"lr: got 1000000.0.*float16.*parameter 1"):
+        opt.step()
+    np.testing.assert_array_equal(a.data, np.ones(2))
+    assert opt.step_count == 0
+
+
+# ---- all or nothing ------------------------------------------------------------------------
+def make_pair(opt_cls, **kwargs):
+    a = Parameter(RNG.standard_normal(3))
+    b = Parameter(RNG.standard_normal(2))
+    opt = opt_cls([a, b], lr=0.1, **kwargs)
+    a.grad, b.grad = RNG.standard_normal(3), RNG.standard_normal(2)
+    return a, b, opt
+
+
+OPTIMIZERS = [(SGD, {}), (SGD, {"momentum": 0.9}), (AdamW, {}), (AdamW, {"weight_decay": 0.0})]
+
+
+@pytest.mark.parametrize("opt_cls, kwargs", OPTIMIZERS)
+def test_read_only_parameter_fails_the_step_before_any_update(opt_cls, kwargs):
+    a, b, opt = make_pair(opt_cls, **kwargs)
+    before = a.data.copy()
+    b.data.flags.writeable = False
+    with pytest.raises(ValueError, match=r"parameter 1 .*read-only"):
+        opt.step()
+    np.testing.assert_array_equal(a.data, before)
+    assert opt.step_count == 0 and all(not s for s in opt.state)
+    assert a.version == 0
+    b.data.flags.writeable = True
+    opt.step()  # and the step then works
+    assert opt.step_count == 1 and a.version == 1 and b.version == 1
+
+
+@pytest.mark.parametrize("opt_cls, kwargs", [(SGD, {"momentum": 0.9}), (AdamW, {})])
+def test_state_that_no_longer_fits_the_parameter_fails_before_any_update(opt_cls, kwargs):
+    a, b, opt = make_pair(opt_cls, **kwargs)
+    opt.step()
+    b.data = np.zeros(5)  # replaced by hand: its buffers have shape (2,)
+    b.grad = np.ones(5)
+    before = a.data.copy()
+    saved = {k: v.copy() for k, v in opt.state[0].items() if isinstance(v, np.ndarray)}
+    with pytest.raises(ValueError, match=r"parameter 1 .*shape \(2,\).*\(5,\)"):
+        opt.step()
+    np.testing.assert_array_equal(a.data, before)
+    for k, v in saved.items():
+        np.testing.assert_array_equal(opt.state[0][k], v)
+    assert opt.step_count == 1
+
+
+def test_parameter_whose_data_became_an_integer_array_is_refused():
+    a, b, opt = make_pair(SGD)
+    b.data = np.array([1, 2])
+    b.grad = np.ones(2)
+    with pytest.raises(TypeError, match=r"parameter 1 .*int64"):
+        opt.step()
+
+
+def test_step_bumps_the_version_of_updated_parameters_only():
+    a, b, opt = make_pair(AdamW)
+    b.grad = None
+    opt.step()
+    assert (a.version, b.version) == (1, 0)
+
+
+# ---- checkpoints that would give NaN or a crash later ------------------------------------------
+def stepped_adamw():
+    p = Parameter(np.ones(3))
+    opt = AdamW([p], lr=1e-3)
+    p.grad = np.ones(3)
+    opt.step()
+    return p, opt
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("state.0.exp_avg_sq", -np.ones(3), "exp_avg_sq.*negative"),
+    ("state.0.exp_avg", np.full(3, np.nan), "exp_avg.*finite"),
+    ("state.0.step", np.array(0), "step.*positive"),
+    ("eps", np.array(0.0), "eps"),
+    ("group.0.eps", np.array(0.0), "eps"),
+    ("lr", np.array(np.nan), "lr"),
+    ("step_count", np.array(-1), "step_count"),
+])
+def test_adamw_load_state_dict_refuses_values_that_would_break_the_next_step(key, value, words):
+    p, opt = stepped_adamw()
+    state = opt.state_dict()
+    state[key] = value
+    q = Parameter(np.ones(3))
+    fresh = AdamW([q], lr=1e-3)
+    with pytest.raises(ValueError, match=words):
+        fresh.load_state_dict(state)
+    assert fresh.step_count == 0 and not fresh.state[0]
+
+
+@pytest.mark.parametrize("cls, args, key, value", [
+    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "warmup_steps", 10),
+    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "total_steps", 0),
+    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "base_lr", np.nan),
+    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "last_step", -3),
+    (OneCycle, dict(max_lr=0.1, total_steps=10), "div_factor", 0.0),
+    (OneCycle, dict(max_lr=0.1, total_steps=10), "pct_start", 2.0),
+    (OneCycle, dict(max_lr=0.1, total_steps=10), "last_step", 11),
+])
+def test_schedule_load_state_dict_checks_like_the_constructor(cls, args, key, value):
+    opt = SGD([Parameter(np.ones(2))], lr=0.1)
+    sched = cls(opt, **args)
+    state = sched.state_dict()
+    state[key] = np.array(value)
+    other = cls(SGD([Parameter(np.ones(2))], lr=0.1), **args)
+    lr_before = other.optimizer.lr
+    with pytest.raises(ValueError, match=key):
+        other.load_state_dict(state)
+    assert other.optimizer.lr == lr_before and other.last_step == 0
+
+
+def test_a_group_eps_set_to_zero_after_construction_is_refused_at_the_step():
+    p = Parameter(np.ones(2, np.float32))
+    opt = AdamW([p])
+    opt.param_groups[0]["eps"] = 0.0
+    p.grad = np.ones(2, np.float32)
+    with pytest.raises(ValueError, match=r"eps: got 0.0.*float32.*parameter 0"):
+        opt.step()
+    np.testing.assert_array_equal(p.data, np.ones(2, np.float32))
+    assert p.version == 0 and not opt.state[0]
