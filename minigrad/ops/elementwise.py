@@ -238,6 +238,8 @@ def astype(a, dtype):
         raise TypeError(f"astype dtype: got {dtype}; expected a real dtype (bool, integer or "
                         "floating)")
     out = a.astype(dtype, copy=False)
+    if out is a:  # no cast needed: a view, so that the result shares a's version counter
+        out = a.view()
     return out, (_identity if out.dtype.kind == "f" else None,)
 
 

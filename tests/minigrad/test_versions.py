@@ -288,3 +288,17 @@ def test_tensor_of_a_tensor_shares_its_version():
     c = mg.tensor(t)  # a copy: its own counter
     c[0] = 2.0
     assert t.version == 1 and c.version == 1
+
+
+def test_an_op_that_returns_its_input_array_shares_its_version():
+    """astype to the same dtype needs no copy: a write through the result is a write into the
+    input's array, and the ops that recorded the input must see it."""
+    x = mg.Tensor(np.arange(3.0), requires_grad=True)
+    w = mg.Tensor(np.ones(3), requires_grad=True)
+    z = (x * w).sum()
+    y = x.astype(x.dtype)
+    assert np.shares_memory(y.data, x.data)
+    with mg.no_grad():
+        y[0] = 5.0
+    with pytest.raises(RuntimeError, match="modified in place"):
+        z.backward()
