@@ -5,8 +5,11 @@ side P, N = (H/P)(W/P) patches, D features, K classes.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
+from typing import Iterator
 
 import numpy as np
 
@@ -18,7 +21,152 @@ from .block import Block, _check_heads
 from .losses import one_hot
 from .npz import load_npz, save_npz_atomic
 
-__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic"]
+__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
+           "parameter_shapes", "parameter_count", "activation_bytes", "check_config",
+           "parse_config", "limits", "current_limits", "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "DTYPES"]
+
+#: The most parameters a TinyViT may have unless raised (``max_parameters=``, :func:`limits`,
+#: ``vit --max-parameters``): 80 MB of float64 weights, 240 MB with AdamW's two buffers.
+MAX_PARAMETERS = 10_000_000
+#: The most bytes one image's forward activations may take (:func:`activation_bytes`):
+#: attention is quadratic in the tokens, so img_size / patch_size is bounded through this.
+MAX_ACTIVATION_BYTES = 1 << 30
+#: The dtypes a model file may name (an allow-list: the name never reaches ``np.dtype``
+#: otherwise).
+DTYPES = ("float16", "float32", "float64")
+#: The keys of a model's config (the constructor arguments), as saved with ``dtype``.
+CONFIG_KEYS = ("img_size", "patch_size", "in_chans", "dim", "num_heads", "mlp_dim",
+               "num_classes", "use_pos_emb")
+
+_LIMITS = contextvars.ContextVar("vit_model_limits",
+                                 default=(MAX_PARAMETERS, MAX_ACTIVATION_BYTES))
+
+
+@contextlib.contextmanager
+def limits(max_parameters: int | None = None,
+           max_activation_bytes: int | None = None) -> Iterator[None]:
+    """Raise (or lower) the size bounds of every TinyViT built in this thread or task, for
+    the duration of the block (e.g. around ``train()`` or ``load_checkpoint()``)."""
+    current = _LIMITS.get()
+    new = tuple(_positive_int(name, value, "limits") if value is not None else old
+                for name, value, old in (("max_parameters", max_parameters, current[0]),
+                                         ("max_activation_bytes", max_activation_bytes,
+                                          current[1])))
+    token = _LIMITS.set(new)
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+def current_limits() -> tuple[int, int]:
+    """(max_parameters, max_activation_bytes) in force here (see :func:`limits`)."""
+    return _LIMITS.get()
+
+
+def parameter_shapes(config: dict) -> dict[str, tuple[int, ...]]:
+    """Every parameter's shape, by name in ``named_parameters()`` order, from the config
+    alone (nothing is allocated): what ``TinyViT(**config)`` builds."""
+    P, C, D = config["patch_size"], config["in_chans"], config["dim"]
+    F, K = config["mlp_dim"], config["num_classes"]
+    N = (config["img_size"] // P) ** 2
+    shapes = {"cls_token": (1, 1, D)}
+    if config["use_pos_emb"]:
+        shapes["pos_embed"] = (1, N + 1, D)
+    shapes.update({
+        "patch_embed.weight": (P * P * C, D), "patch_embed.bias": (D,),
+        "block.norm1.weight": (D,), "block.norm1.bias": (D,),
+        "block.attn.qkv.weight": (D, 3 * D), "block.attn.proj.weight": (D, D),
+        "block.norm2.weight": (D,), "block.norm2.bias": (D,),
+        "block.mlp.fc1.weight": (D, F), "block.mlp.fc1.bias": (F,),
+        "block.mlp.fc2.weight": (F, D), "block.mlp.fc2.bias": (D,),
+        "norm.weight": (D,), "norm.bias": (D,), "head.weight": (D, K), "head.bias": (K,)})
+    return shapes
+
+
+def parameter_count(config: dict) -> int:
+    """The number of scalar parameters of ``TinyViT(**config)``, in exact integers."""
+    total = 0
+    for shape in parameter_shapes(config).values():
+        n = 1
+        for size in shape:
+            n *= size
+        total += n
+    return total
+
+
+def activation_bytes(config: dict, itemsize: int = 8) -> int:
+    """An estimate of one image's forward activations, in bytes: T = N + 1 tokens,
+    ``itemsize * (num_heads * T**2 + T * (8 * dim + 2 * mlp_dim))`` (the attention weights;
+    the tokens, q, k, v, the attention output and the MLP's hidden layer)."""
+    T = (config["img_size"] // config["patch_size"]) ** 2 + 1
+    return itemsize * (config["num_heads"] * T * T + T * (8 * config["dim"]
+                                                            + 2 * config["mlp_dim"]))
+
+
+def check_config(config: dict, dtype=np.float64, max_parameters: int | None = None,
+                 owner: str = "TinyViT") -> None:
+    """ValueError/TypeError unless ``config`` (the constructor arguments) describes a
+    TinyViT within the size bounds: positive integer sizes, patch_size dividing img_size,
+    num_heads dividing dim, at most ``max_parameters`` parameters (default: the current
+    :func:`limits`) and at most ``MAX_ACTIVATION_BYTES`` of activations per image."""
+    for name in ("img_size", "patch_size", "in_chans", "dim", "mlp_dim", "num_classes"):
+        _positive_int(name, config[name], owner)
+    if config["img_size"] % config["patch_size"]:
+        raise ValueError(f"{owner} patch_size: got {config['patch_size']}; expected a divisor "
+                         f"of img_size = {config['img_size']}")
+    _check_heads(config["dim"], config["num_heads"], f"{owner} num_heads")
+    if not isinstance(config["use_pos_emb"], (bool, np.bool_)):
+        raise TypeError(f"{owner} use_pos_emb: got {config['use_pos_emb']!r}; expected True or "
+                        "False")
+    limit, act_limit = _LIMITS.get()
+    if max_parameters is not None:
+        limit = _positive_int("max_parameters", max_parameters, owner)
+    shown = ", ".join(f"{k}={config[k]}" for k in CONFIG_KEYS[:7])
+    n = parameter_count(config)
+    if n > limit:
+        raise ValueError(f"{owner}: the config ({shown}) makes {n:,} parameters; expected at "
+                         f"most {limit:,} (raise the limit with max_parameters=, "
+                         "vit.model.limits() or vit --max-parameters)")
+    act = activation_bytes(config, np.dtype(dtype).itemsize)
+    if act > act_limit:
+        raise ValueError(f"{owner}: the config ({shown}) needs {act:,} bytes of activations per "
+                         f"image ({(config['img_size'] // config['patch_size']) ** 2 + 1:,} "
+                         f"tokens); expected at most {act_limit:,} (vit.model.limits("
+                         "max_activation_bytes=...) raises it)")
+
+
+def parse_config(text, where: str) -> tuple[dict, str]:
+    """(constructor arguments, dtype name) from a saved ``config`` entry (JSON in a 0-d
+    string array), checked against the allow-list of keys and dtypes: a ValueError naming
+    ``where``, the entry, what it held and what was expected."""
+    text = np.asarray(text)
+    if text.shape != () or text.dtype.kind != "U":
+        raise ValueError(f"{where}: entry 'config' is {text.dtype} of shape {text.shape}; "
+                         "expected a 0-d string of JSON")
+    try:
+        config = json.loads(str(text))
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{where}: entry 'config' is not JSON ({type(e).__name__}: "
+                         f"{str(e)[:80]}); expected a JSON object") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: entry 'config' is a JSON {type(config).__name__}; "
+                         "expected a JSON object of the model's constructor arguments")
+    keys = {*CONFIG_KEYS, "dtype"}
+    if set(config) != keys:
+        raise ValueError(f"{where}: entry 'config' has keys missing "
+                         f"{sorted(keys - set(config))} and unknown {sorted(set(config) - keys)}"
+                         f"; expected exactly {sorted(keys)}")
+    dtype = config.pop("dtype")
+    if dtype not in DTYPES:
+        raise ValueError(f"{where}: entry 'config' dtype: got {dtype!r}; expected one of "
+                         f"{', '.join(DTYPES)}")
+    for name in CONFIG_KEYS:
+        value, want = config[name], bool if name == "use_pos_emb" else int
+        if type(value) is not want:  # JSON gives exactly int or bool; no bool-as-int
+            raise ValueError(f"{where}: entry 'config' {name}: got {value!r}; expected "
+                             f"{'true or false' if want is bool else 'a positive integer'}")
+    return config, dtype
 
 
 def patchify(x, patch_size: int):
@@ -89,20 +237,19 @@ class TinyViT(Module):
     Weights ~ N(0, 1/fan_in), biases 0, CLS and position embeddings ~ N(0, 0.02²), LayerNorm
     gains 1 and biases 0; ``seed`` makes the initialization reproducible.
 
+    The size is checked before anything is allocated (:func:`check_config`): at most
+    ``max_parameters`` parameters (default ``MAX_PARAMETERS``, or the current :func:`limits`)
+    and ``MAX_ACTIVATION_BYTES`` of activations per image.
+
     The contract's methods take and return NumPy arrays and floats; ``model(x)`` on a Tensor
     returns differentiable logits.
     """
 
     def __init__(self, img_size: int = 8, patch_size: int = 4, in_chans: int = 1, dim: int = 16,
                  num_heads: int = 2, mlp_dim: int = 32, num_classes: int = 2,
-                 use_pos_emb: bool = True, *, dtype=np.float64, seed: int | None = None) -> None:
+                 use_pos_emb: bool = True, *, dtype=np.float64, seed: int | None = None,
+                 max_parameters: int | None = None) -> None:
         super().__init__()
-        for name in ("img_size", "patch_size", "in_chans", "dim", "mlp_dim", "num_classes"):
-            _positive_int(name, locals()[name])
-        if img_size % patch_size:
-            raise ValueError(f"TinyViT patch_size: got {patch_size}; expected a divisor of "
-                             f"img_size = {img_size}")
-        _check_heads(dim, num_heads, "TinyViT num_heads")
         try:
             np_dtype = np.dtype(dtype)
         except TypeError:
@@ -112,8 +259,9 @@ class TinyViT(Module):
             raise TypeError(f"TinyViT dtype: got {shown}; "
                             "expected a floating dtype (np.float32, np.float64)")
         dtype = np_dtype
-        if not isinstance(use_pos_emb, (bool, np.bool_)):
-            raise TypeError(f"TinyViT use_pos_emb: got {use_pos_emb!r}; expected True or False")
+        check_config(dict(img_size=img_size, patch_size=patch_size, in_chans=in_chans, dim=dim,
+                          num_heads=num_heads, mlp_dim=mlp_dim, num_classes=num_classes,
+                          use_pos_emb=use_pos_emb), dtype, max_parameters)
         try:
             rng = np.random.default_rng(seed)
         except (TypeError, ValueError) as e:
@@ -240,14 +388,31 @@ class TinyViT(Module):
             loss = F.cross_entropy(self.logits(Tensor(x)), y)
             self.zero_grad()
             loss.backward()
-            for p in self.parameters():
-                p.data -= lr * p.grad
+            named = [(n, p) for n, p in self.named_parameters() if p.grad is not None]
+            self._apply_finite([(n, p.data, p.grad) for n, p in named], lr)
             return float(loss.item())
-        return self._probe_step(x, y, lr)[0]
+        return self._probe_step(x, y, lr, check=True)[0]
 
-    def _probe_step(self, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, np.ndarray]:
+    def _apply_finite(self, updates: list, lr: float) -> None:
+        """``param -= lr * grad`` for every (name, param, grad), or, if any result is NaN
+        or infinite, a ValueError naming it and no parameter changed."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            new = [(name, param, param - lr * grad) for name, param, grad in updates]
+        for name, _, value in new:
+            if not np.isfinite(value).all():
+                raise ValueError(f"TinyViT train_step lr: got {lr!r}; the step makes parameter "
+                                 f"{name!r} non-finite (NaN or inf in {value.dtype}); expected "
+                                 "a learning rate small enough for finite parameters (no "
+                                 "parameter was changed)")
+        for _, param, value in new:
+            param[...] = value
+
+    def _probe_step(self, x: np.ndarray, y: np.ndarray, lr: float,
+                    check: bool = False) -> tuple[float, np.ndarray]:
         """The head-only step on checked inputs; returns (loss, logits) before the step, so
-        a training loop can count correct predictions without a second forward."""
+        a training loop can count correct predictions without a second forward. With
+        ``check``, a step that would make the head non-finite raises and changes nothing
+        (a training loop instead sees the next loss diverge)."""
         cls = self.cls_features(x)
         W, b = self.head.weight.data, self.head.bias.data
         logits = cls @ W + b
@@ -256,8 +421,12 @@ class TinyViT(Module):
         target = one_hot(y, W.shape[1], self.dtype) if y.ndim == 1 else y
         loss = float(-(target * log_p).sum() / len(x))
         dlogits = (np.exp(log_p) * target.sum(axis=1, keepdims=True) - target) / len(x)
-        W -= lr * (cls.T @ dlogits)
-        b -= lr * dlogits.sum(axis=0)
+        if check:
+            self._apply_finite([("head.weight", W, cls.T @ dlogits),
+                                ("head.bias", b, dlogits.sum(axis=0))], lr)
+        else:
+            W -= lr * (cls.T @ dlogits)
+            b -= lr * dlogits.sum(axis=0)
         return loss, logits
 
     # ---- files -------------------------------------------------------------------------
@@ -268,29 +437,35 @@ class TinyViT(Module):
         save_npz_atomic(path, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> TinyViT:
-        """Rebuild a model saved by :meth:`save`. Never unpickles; rejects missing, extra or
-        misshapen arrays with a ValueError."""
+    def load(cls, path: str | os.PathLike, max_parameters: int | None = None) -> TinyViT:
+        """Rebuild a model saved by :meth:`save`. Never unpickles; the config is checked
+        (keys, types, dtype, size bounds) before the model is built, and missing, extra or
+        misshapen arrays are refused with a ValueError."""
         arrays = load_npz(path)
+        where = f"TinyViT.load {path}"
         if "config" not in arrays:
-            raise ValueError(f"TinyViT.load {path}: no 'config' entry; not a TinyViT file")
+            raise ValueError(f"{where}: no 'config' entry; not a TinyViT file (expected "
+                             "what TinyViT.save writes)")
+        config, dtype = parse_config(arrays.pop("config"), where)
         try:
-            config = json.loads(str(arrays.pop("config")))
-            if not isinstance(config, dict):
-                raise TypeError(f"expected a JSON object, got {type(config).__name__}")
-            dtype = config.pop("dtype")
-            model = cls(**config, dtype=dtype)
-        except (TypeError, ValueError, KeyError) as e:
-            raise ValueError(f"TinyViT.load {path}: bad config entry ({e})") from None
-        extra = [k for k in arrays if not k.startswith("param/")]
-        if extra:
-            raise ValueError(f"TinyViT.load {path}: unexpected entries {extra}")
-        state = {k[len("param/"):]: v for k, v in arrays.items()}
-        names = [name for name, _ in model.named_parameters()]
-        missing = [name for name in names if name not in state]
-        unexpected = [name for name in state if name not in names]
-        if missing or unexpected:  # a ValueError (load_state_dict's strict check is a KeyError)
-            raise ValueError(f"TinyViT.load {path}: parameters do not match the config: "
-                             f"missing {missing}, unexpected {unexpected}")
+            check_config(config, dtype, max_parameters, owner=f"{where}: entry 'config'")
+        except (TypeError, ValueError) as e:
+            raise ValueError(str(e)) from None
+        shapes = parameter_shapes(config)
+        state = {}
+        for key, value in arrays.items():
+            name = key[len("param/"):] if key.startswith("param/") else None
+            if name not in shapes:
+                raise ValueError(f"{where}: unexpected entry {key!r}; expected only 'config' "
+                                 "and the config's param/<name> entries")
+            if value.shape != shapes[name] or value.dtype != np.dtype(dtype):
+                raise ValueError(f"{where}: entry {key!r} is {value.dtype} of shape "
+                                 f"{value.shape}; expected {dtype} of shape {shapes[name]}")
+            state[name] = value
+        missing = [name for name in shapes if name not in state]
+        if missing:
+            raise ValueError(f"{where}: parameters do not match the config: missing "
+                             f"{['param/' + n for n in missing]}; expected every parameter")
+        model = cls(**config, dtype=dtype, max_parameters=max_parameters)
         model.load_state_dict(state)
         return model
