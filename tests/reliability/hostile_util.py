@@ -25,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 CHUNK = 1 << 20
 
-#: Address space of a hostile-case child beyond what importing vit needs (about 110 MB).
+#: Address space of a hostile-case child (importing vit needs about 110 MB of it). The child
+#: runs in ``root`` (its current folder comes first on sys.path).
 LIMIT_MB = 400
 
 
@@ -143,7 +144,7 @@ def run_limited(body: str, limit_mb: int | None = LIMIT_MB, root: Path = ROOT, c
     env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1",
            "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=timeout,
+                          cwd=cwd or root, timeout=timeout,
                           preexec_fn=_limit(limit_mb) if limit_mb else None)
     lines = proc.stdout.splitlines()
     result = next((ln[len("RESULT "):] for ln in lines if ln.startswith("RESULT ")), None)

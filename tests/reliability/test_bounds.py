@@ -247,3 +247,17 @@ def test_limit_in_docs_matches_the_code():
     assert f"{MAX_PARAMETERS:,}" in doc
     assert f"{MAX_ACTIVATION_BYTES >> 20:,} MiB" in doc
     assert f"{MAX_DECODED_BYTES >> 30} GiB" in doc
+
+
+def test_a_batch_whose_activations_exceed_the_limit_is_refused_before_the_forward():
+    from vit.model import TinyViT, activation_bytes, limits
+    model = TinyViT(**CONFIGS[0])
+    x = np.zeros((4, 1, 8, 8))
+    per_image = activation_bytes(model.config, 8)
+    with limits(max_activation_bytes=4 * per_image - 1):
+        for call in (model.forward, model.cls_features):
+            with pytest.raises(ValueError, match="batch of 4 images.*expected at most"):
+                call(x)
+        model.forward(x[:3])
+    with limits(max_activation_bytes=4 * per_image):
+        model.forward(x)
