@@ -184,3 +184,18 @@ def test_options_are_never_modified(tmp_path):
     path = small_checkpoint(tmp_path / "ck.npz")
     assert load_checkpoint(path).options == load_checkpoint(path).options
     assert os.path.exists(path)
+
+
+@pytest.mark.parametrize("options", [
+    dict(optimizer="sgd"), dict(probe=True), dict(schedule="cosine"), dict(schedule="constant"),
+    dict(no_decay_norm_bias=True), dict(no_pos_emb=True, dtype="float64"),
+    dict(optimizer="sgd", momentum=0.0, schedule="cosine", warmup=0.5)],
+    ids=["sgd", "probe", "cosine", "constant", "no-decay", "no-pos-f64", "sgd-no-momentum"])
+def test_every_kind_of_real_checkpoint_passes_the_schema(tmp_path, options):
+    """The schema knows every optimizer, schedule and grouping a run can save."""
+    from vit.checkpoint import load_checkpoint
+    from vit.train import TrainOptions, train
+    o = TrainOptions(dim=8, heads=2, mlp_dim=8, batch_size=512, epochs=2, **options)
+    train(o, tmp_path / "run", quiet=True, log=lambda *_: None, stop_after=1)
+    ck = load_checkpoint(tmp_path / "run" / "checkpoint.npz")
+    assert ck.epoch == 1 and TrainOptions.from_dict(ck.options) == o
