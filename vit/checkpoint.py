@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .data import Normalizer
-from .model import TinyViT, check_config, parameter_shapes, parse_config
+from .model import TinyViT, check_config, limits, parameter_shapes, parse_config
 from .npz import load_npz, save_npz_atomic
 
 __all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
@@ -343,7 +343,8 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
         check_config(config, dtype, max_parameters, owner=f"{where}: entry 'config'")
     except (TypeError, ValueError) as e:
         raise ValueError(str(e)) from None
-    options = _options_entry(arrays, where)
+    with limits(max_parameters=max_parameters):  # the options' own size check, too
+        options = _options_entry(arrays, where)
     pairs = [("dim", "dim", options.dim), ("num_heads", "heads", options.heads),
              ("mlp_dim", "mlp_dim", options.mlp_dim), ("patch_size", "patch_size",
                                                        options.patch_size),

@@ -261,3 +261,15 @@ def test_a_batch_whose_activations_exceed_the_limit_is_refused_before_the_forwar
         model.forward(x[:3])
     with limits(max_activation_bytes=4 * per_image):
         model.forward(x)
+
+
+def test_load_checkpoint_max_parameters_applies_to_every_check(tmp_path):
+    from vit.checkpoint import load_checkpoint
+    from vit.model import limits
+    path = small_checkpoint(tmp_path / "ck.npz")
+    with limits(max_parameters=100):
+        with pytest.raises(ValueError, match="ck.npz.*expected at most 100"):
+            load_checkpoint(path)
+        assert load_checkpoint(path, max_parameters=10**6).epoch == 1
+    with pytest.raises(ValueError, match="expected at most 100"):
+        load_checkpoint(path, max_parameters=100)
