@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from .data import Normalizer
-from .model import TinyViT
+from .model import TinyViT, check_config, limits, parameter_shapes, parse_config
 from .npz import load_npz, save_npz_atomic
 
-__all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "rng_to_array",
-           "rng_from_array"]
+__all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
+           "rng_to_array", "rng_from_array", "BIT_GENERATORS"]
 
 FORMAT = "vit-train/1"
 
@@ -38,17 +38,96 @@ def _json_array(value: Any) -> np.ndarray:
     return np.array(json.dumps(value, sort_keys=True))
 
 
+def _plain(value: Any) -> Any:
+    """A bit generator's state in JSON types (arrays -> lists of ints)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return int(value) if isinstance(value, np.integer) else value
+
+
+#: The bit generators a checkpoint may name: an allow-list, so a name read from a file never
+#: reaches ``getattr(np.random, ...)`` (``"test"`` would run NumPy's test runner).
+BIT_GENERATORS = {"PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM,
+                  "Philox": np.random.Philox, "SFC64": np.random.SFC64,
+                  "MT19937": np.random.MT19937}
+_U32, _U64, _U128 = 2**32, 2**64, 2**128
+_PCG = {"state": {"state": _U128, "inc": _U128}, "has_uint32": 2, "uinteger": _U32}
+#: Each generator's state: key -> an exclusive bound of an integer, (count, bound) for a
+#: list of integers (stored as uint32/uint64 arrays), or a nested dict.
+RNG_SCHEMA = {
+    "PCG64": _PCG, "PCG64DXSM": _PCG,
+    "Philox": {"state": {"counter": (4, _U64), "key": (2, _U64)}, "buffer": (4, _U64),
+               "buffer_pos": 5, "has_uint32": 2, "uinteger": _U32},
+    "SFC64": {"state": {"state": (4, _U64)}, "has_uint32": 2, "uinteger": _U32},
+    "MT19937": {"state": {"key": (624, _U32), "pos": 625}},
+}
+
+
+def _bound(bound: int) -> str:
+    return f"2**{bound.bit_length() - 1}" if bound > 1024 else str(bound)
+
+
+def _checked_state(value: Any, schema: Any, name: str) -> Any:
+    """``value`` checked against ``schema`` (see RNG_SCHEMA), lists converted to arrays."""
+    if isinstance(schema, dict):
+        if not isinstance(value, dict) or set(value) != set(schema):
+            got = sorted(value) if isinstance(value, dict) else type(value).__name__
+            raise ValueError(f"{name}: got {got}; expected an object with keys "
+                             f"{sorted(schema)}")
+        return {k: _checked_state(value[k], schema[k], f"{name}.{k}") for k in schema}
+    count, bound = schema if isinstance(schema, tuple) else (None, schema)
+    items = value if count is not None else [value]
+    if count is not None and not (isinstance(value, list) and len(value) == count):
+        shown = f"a list of {len(value)}" if isinstance(value, list) else repr(value)[:40]
+        raise ValueError(f"{name}: got {shown}; expected a list of {count} integers in "
+                         f"[0, {_bound(bound)})")
+    for item in items:
+        if type(item) is not int or not 0 <= item < bound:
+            raise ValueError(f"{name}: got {repr(item)[:60]}; expected an integer in "
+                             f"[0, {_bound(bound)})")
+    if count is None:
+        return value
+    return np.array(value, np.uint32 if bound == _U32 else np.uint64)
+
+
 def rng_to_array(rng: np.random.Generator) -> np.ndarray:
     """The generator's full state as JSON in a 0-d string array."""
-    return _json_array(rng.bit_generator.state)
+    return _json_array(_plain(rng.bit_generator.state))
 
 
 def rng_from_array(value: np.ndarray) -> np.random.Generator:
-    """A generator in exactly the state :func:`rng_to_array` saved."""
-    state = json.loads(str(value))
-    bit_generator = getattr(np.random, state["bit_generator"])()
-    bit_generator.state = state
+    """A generator in exactly the state :func:`rng_to_array` saved. The bit generator must be
+    one of ``BIT_GENERATORS`` and its state match ``RNG_SCHEMA`` (types and ranges); a
+    one-line ValueError naming the field otherwise."""
+    state = _json_entry(value, "rng")
+    if not isinstance(state, dict):
+        raise ValueError(f"rng: got a JSON {type(state).__name__}; expected an object with a "
+                         "'bit_generator' name and its 'state'")
+    name = state.get("bit_generator")
+    if not isinstance(name, str) or name not in BIT_GENERATORS:
+        raise ValueError(f"rng bit_generator: got {repr(name)[:60]}; expected one of "
+                         f"{', '.join(BIT_GENERATORS)}")
+    rest = {k: v for k, v in state.items() if k != "bit_generator"}
+    checked = _checked_state(rest, RNG_SCHEMA[name], "rng")
+    bit_generator = BIT_GENERATORS[name](0)
+    bit_generator.state = {"bit_generator": name, **checked}
     return np.random.Generator(bit_generator)
+
+
+def _json_entry(value: Any, entry: str) -> Any:
+    """The JSON held by a 0-d string array (NaN and Infinity are read as floats, for the
+    field checks to name)."""
+    value = np.asarray(value)
+    if value.shape != () or value.dtype.kind != "U":
+        raise ValueError(f"{entry}: got {value.dtype} of shape {value.shape}; expected a 0-d "
+                         "string of JSON")
+    try:
+        return json.loads(str(value))
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{entry}: not JSON ({type(e).__name__}: {str(e)[:80]}); expected "
+                         "JSON text") from None
 
 
 @dataclass
@@ -88,40 +167,227 @@ def _group(arrays: dict, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
 
 
-def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
+# ---- the schema of the entries ---------------------------------------------------------------
+_FIXED = ("format", "config", "options", "epoch", "norm/mean", "norm/std", "rng")
+_GROUPS = ("param/", "optim/", "sched/")
+#: A scalar entry's kind and range: ("int" | "float" | "bool", low, high, low_open, high_open).
+_INT, _NONNEG = ("int", 0, None, False, False), ("float", 0, None, False, False)
+_POS = ("float", 0, None, True, False)
+_UNIT = ("float", 0, 1, False, True)  # [0, 1)
+_BOOL = ("bool", None, None, False, False)
+#: optimizer -> hyperparameters saved at the top and per group (``group.<g>.<name>``, all
+#: but lr); per-parameter buffers and counters (``state.<i>.<name>``).
+_OPTIM = {
+    "sgd": ({"lr": _NONNEG, "momentum": _NONNEG, "dampening": ("float", 0, 1, False, False),
+             "weight_decay": _NONNEG, "nesterov": _BOOL}, ("momentum_buffer",), ()),
+    "adamw": ({"lr": _NONNEG, "betas": "betas", "eps": _POS, "weight_decay": _NONNEG},
+              ("exp_avg", "exp_avg_sq"), ("step",)),
+}
+_SCHED = {
+    "onecycle": {"last_step": _INT, "max_lr": _POS, "total_steps": ("int", 1, None, False, False),
+                 "pct_start": _UNIT, "div_factor": _POS, "final_div_factor": _POS},
+    "cosine": {"last_step": _INT, "base_lr": _POS, "warmup_steps": _INT,
+               "total_steps": ("int", 1, None, False, False), "min_lr": _NONNEG},
+}
+_SCHED["constant"] = _SCHED["cosine"]
+
+
+def _describe(a: np.ndarray) -> str:
+    shown = repr(a.item()) if a.size == 1 and a.dtype.kind in "biufU" else \
+        f"shape {a.shape}"
+    return f"{a.dtype} {shown}" if a.size == 1 else f"{a.dtype} of shape {a.shape}"
+
+
+def _scalar(arrays: dict, key: str, spec, where: str):
+    """The 0-d entry ``key`` as a Python number, checked against ``spec``."""
+    a = np.asarray(arrays[key])
+    kind, low, high, low_open, high_open = spec
+    kinds = {"int": "iu", "float": "iuf", "bool": "b"}[kind]
+    want = {"int": "an integer", "float": "a real number", "bool": "true or false"}[kind]
+    if a.shape != () or a.dtype.kind not in kinds:
+        raise ValueError(f"{where}: entry {key!r} is {_describe(a)}; expected a 0-d array of "
+                         f"{want}")
+    value = a.item()
+    if kind == "bool":
+        return value
+    ok = np.isfinite(value) and (low is None or (value > low if low_open else value >= low)) \
+        and (high is None or (value < high if high_open else value <= high))
+    if not ok:
+        span = f"{'>' if low_open else '>='} {low}" + (
+            "" if high is None else f" and {'<' if high_open else '<='} {high}")
+        raise ValueError(f"{where}: entry {key!r} holds {value!r}; expected {want} {span}")
+    return value
+
+
+def _finite_array(arrays: dict, key: str, shape: tuple, dtype: np.dtype, where: str) -> None:
+    a = np.asarray(arrays[key])
+    if a.shape != tuple(shape) or a.dtype != dtype:
+        raise ValueError(f"{where}: entry {key!r} is {a.dtype} of shape {a.shape}; expected "
+                         f"{dtype} of shape {tuple(shape)}")
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        raise ValueError(f"{where}: entry {key!r} holds {int(np.sum(~np.isfinite(a)))} "
+                         "non-finite values (nan or inf); expected finite numbers")
+
+
+def _check_keys(arrays: dict, expected: set, prefix: str, where: str) -> None:
+    got = {k for k in arrays if k.startswith(prefix)}
+    if got - expected:
+        raise ValueError(f"{where}: unexpected entries {sorted(got - expected)[:5]}; expected "
+                         f"only {sorted(expected)[:8]}{' ...' if len(expected) > 8 else ''}")
+    if expected - got:
+        raise ValueError(f"{where}: missing entries {sorted(expected - got)[:5]}; expected "
+                         f"every one of the {len(expected)} {prefix}* entries")
+
+
+def _optimizer_params(options, shapes: dict) -> list[tuple[int, ...]]:
+    """The shapes of the optimizer's parameters, in its order (as ``build_optimizer``)."""
+    if options.probe:
+        return [shapes["head.weight"], shapes["head.bias"]]
+    if options.no_decay_norm_bias and options.optimizer == "adamw":
+        from .train import NO_DECAY_NAMES  # the grouping rule of decay_groups
+        decay = [s for n, s in shapes.items() if len(s) > 1 and n not in NO_DECAY_NAMES]
+        return decay + [s for n, s in shapes.items() if not (len(s) > 1
+                                                           and n not in NO_DECAY_NAMES)]
+    return list(shapes.values())
+
+
+def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: str) -> None:
+    kind = "sgd" if options.probe else options.optimizer
+    hyper, buffers, counters = _OPTIM[kind]
+    params = _optimizer_params(options, shapes)
+    groups = 2 if options.no_decay_norm_bias and kind == "adamw" else 1
+    expected = {"optim/num_params", "optim/step_count", "optim/num_groups"}
+    expected |= {f"optim/{h}" for h in hyper}
+    expected |= {f"optim/group.{g}.{h}" for g in range(groups) for h in ("size", *hyper)
+                 if h != "lr"}
+    per_param = {k for k in arrays if k.startswith("optim/state.")}
+    for key in sorted(per_param):
+        index, _, name = key[len("optim/state."):].partition(".")
+        if not (index.isdigit() and int(index) < len(params) and name in buffers + counters
+                and str(int(index)) == index):
+            raise ValueError(f"{where}: unexpected entry {key!r}; expected optim/state.<i>."
+                             f"<{'|'.join(buffers + counters)}> with i < {len(params)}")
+    _check_keys(arrays, expected | per_param, "optim/", where)
+    for key, want in (("num_params", len(params)), ("num_groups", groups)):
+        value = _scalar(arrays, f"optim/{key}", _INT, where)
+        if value != want:
+            raise ValueError(f"{where}: entry 'optim/{key}' holds {value}; expected {want} for "
+                             f"this model and options")
+    steps = _scalar(arrays, "optim/step_count", _INT, where)
+    sizes = [_scalar(arrays, f"optim/group.{g}.size", _INT, where) for g in range(groups)]
+    if sum(sizes) != len(params):
+        raise ValueError(f"{where}: entries 'optim/group.*.size' hold {sizes}; expected sizes "
+                         f"adding up to {len(params)}")
+    for key in (k for k in expected if k.startswith("optim/")):
+        name = key.rpartition(".")[2] if key.startswith("optim/group.") else key[len("optim/"):]
+        spec = hyper.get(name)
+        if spec == "betas":
+            _finite_array(arrays, key, (2,), np.dtype(np.float64), where)
+            if not np.all((0 <= arrays[key]) & (arrays[key] < 1)):
+                raise ValueError(f"{where}: entry {key!r} holds {arrays[key].tolist()}; "
+                                 "expected two numbers in [0, 1)")
+        elif spec is not None:
+            _scalar(arrays, key, spec, where)
+    for i, shape in enumerate(params):
+        present = {n for n in buffers + counters if f"optim/state.{i}.{n}" in arrays}
+        if present and present != set(buffers + counters):
+            raise ValueError(f"{where}: optim/state.{i} has {sorted(present)}; expected all of "
+                             f"{sorted(buffers + counters)} or none")
+        for n in buffers if present else ():
+            _finite_array(arrays, f"optim/state.{i}.{n}", shape, dtype, where)
+        for n in counters if present else ():
+            _scalar(arrays, f"optim/state.{i}.{n}", ("int", 0, steps, False, False), where)
+
+
+def _check_sched(arrays: dict, options, where: str) -> None:
+    schema = _SCHED[options.schedule]
+    _check_keys(arrays, {f"sched/{k}" for k in schema}, "sched/", where)
+    values = {k: _scalar(arrays, f"sched/{k}", spec, where) for k, spec in schema.items()}
+    total = values["total_steps"]
+    for key in ("last_step", "warmup_steps"):
+        if key in values and values[key] > total:
+            raise ValueError(f"{where}: entry 'sched/{key}' holds {values[key]}; expected at "
+                             f"most sched/total_steps = {total}")
+
+
+def _options_entry(arrays: dict, where: str):
+    from .train import TrainOptions  # vit.train imports this module
+    values = _json_entry(arrays["options"], f"{where}: entry 'options'")
+    if not isinstance(values, dict):
+        raise ValueError(f"{where}: entry 'options' is a JSON {type(values).__name__}; "
+                         "expected a JSON object of training options")
+    try:
+        return TrainOptions.from_dict(values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: entry 'options': {e}") from None
+
+
+def validate_entries(arrays: dict, where: str, max_parameters: int | None = None):
+    """Check every entry of a checkpoint against the schema, before anything is built:
+    names, types, shapes, ranges, finiteness and the agreement of config, options, epoch,
+    parameters, optimizer and schedule. Returns (config, dtype, options, rng). Every problem
+    is one ValueError naming the entry, what it held and what was expected."""
+    fmt = np.asarray(arrays.get("format", "no 'format' entry"))
+    if fmt.shape != () or str(fmt) != FORMAT:
+        raise ValueError(f"{where}: not a training checkpoint (entry 'format' is "
+                         f"{_describe(fmt)}; expected the 0-d string {FORMAT!r})")
+    unknown = sorted(k for k in arrays if k not in _FIXED and not k.startswith(_GROUPS))
+    if unknown:
+        raise ValueError(f"{where}: unexpected entries {unknown[:5]}; expected only "
+                         f"{', '.join(_FIXED)} and param/, optim/, sched/ entries")
+    missing = [k for k in _FIXED if k not in arrays]
+    if missing:
+        raise ValueError(f"{where}: missing entries {missing}; expected all of {list(_FIXED)}")
+    config, dtype = parse_config(arrays["config"], where)
+    try:
+        check_config(config, dtype, max_parameters, owner=f"{where}: entry 'config'")
+    except (TypeError, ValueError) as e:
+        raise ValueError(str(e)) from None
+    with limits(max_parameters=max_parameters):  # the options' own size check, too
+        options = _options_entry(arrays, where)
+    pairs = [("dim", "dim", options.dim), ("num_heads", "heads", options.heads),
+             ("mlp_dim", "mlp_dim", options.mlp_dim), ("patch_size", "patch_size",
+                                                       options.patch_size),
+             ("use_pos_emb", "no_pos_emb", not options.no_pos_emb)]
+    for key, option, value in pairs:
+        if config[key] != value:
+            raise ValueError(f"{where}: entry 'config' {key}={config[key]} but entry 'options' "
+                             f"{option}={getattr(options, option)}; expected them to agree")
+    if dtype != options.dtype:
+        raise ValueError(f"{where}: entry 'config' dtype={dtype} but entry 'options' dtype="
+                         f"{options.dtype}; expected them to agree")
+    _scalar(arrays, "epoch", ("int", 0, options.epochs, False, False), where)
+    for key in ("norm/mean", "norm/std"):
+        _finite_array(arrays, key, (config["in_chans"],), np.dtype(np.float64), where)
+    if not np.all(arrays["norm/std"] > 0):
+        raise ValueError(f"{where}: entry 'norm/std' holds {arrays['norm/std'].tolist()}; "
+                         "expected every channel's std > 0")
+    try:
+        rng = rng_from_array(arrays["rng"])
+    except ValueError as e:
+        raise ValueError(f"{where}: entry {e}") from None
+    shapes = parameter_shapes(config)
+    _check_keys(arrays, {f"param/{n}" for n in shapes}, "param/", where)
+    for name, shape in shapes.items():
+        _finite_array(arrays, f"param/{name}", shape, np.dtype(dtype), where)
+    _check_optim(arrays, options, shapes, np.dtype(dtype), where)
+    _check_sched(arrays, options, where)
+    return config, dtype, options, rng
+
+
+def load_checkpoint(path: str | os.PathLike, max_parameters: int | None = None) -> Checkpoint:
     """Read a checkpoint written by :func:`save_checkpoint`.
 
-    Raises FileNotFoundError for a missing file and ValueError (with the path and the reason)
-    for anything else wrong: not an npz, truncated, pickled arrays, missing or malformed entries,
-    parameters that do not fit the saved configuration.
+    Every entry is validated (:func:`validate_entries`) before the model is built; the model
+    may have at most ``max_parameters`` parameters (default: ``vit.model.limits``). Raises
+    FileNotFoundError for a missing file and ValueError (with the path, the entry and the
+    reason) for anything else wrong.
     """
     arrays = load_npz(path)  # never unpickles; ValueError for corrupt files
     where = f"checkpoint {path}"
-    if "format" not in arrays or str(arrays["format"]) != FORMAT:
-        found = str(arrays["format"]) if "format" in arrays else "no 'format' entry"
-        raise ValueError(f"{where}: not a training checkpoint ({found}; expected {FORMAT!r})")
-    missing = [k for k in ("config", "options", "epoch", "norm/mean", "norm/std", "rng")
-               if k not in arrays]
-    if missing:
-        raise ValueError(f"{where}: missing entries {missing}")
-    try:
-        config = json.loads(str(arrays["config"]))
-        options = json.loads(str(arrays["options"]))
-        dtype = config.pop("dtype")
-        model = TinyViT(**config, dtype=dtype)
-        rng = rng_from_array(arrays["rng"])
-        epoch = int(arrays["epoch"])
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
-        raise ValueError(f"{where}: malformed entry ({type(e).__name__}: {e})") from None
-    mean = np.asarray(arrays["norm/mean"], np.float64)
-    std = np.asarray(arrays["norm/std"], np.float64)
-    channels = model.config["in_chans"]
-    if mean.shape != (channels,) or std.shape != (channels,) or not np.all(std > 0):
-        raise ValueError(f"{where}: normalization statistics of shapes {mean.shape}, {std.shape} "
-                         f"(or a std <= 0); expected ({channels},) each with std > 0")
-    try:
-        model.load_state_dict(_group(arrays, "param/"))
-    except (KeyError, ValueError) as e:
-        raise ValueError(f"{where}: parameters do not fit the saved model ({e})") from None
-    return Checkpoint(model, options, epoch, Normalizer(mean, std), rng,
+    config, dtype, options, rng = validate_entries(arrays, where, max_parameters)
+    model = TinyViT(**config, dtype=dtype, max_parameters=max_parameters)
+    model.load_state_dict(_group(arrays, "param/"))
+    return Checkpoint(model, asdict(options), int(arrays["epoch"]),
+                      Normalizer(arrays["norm/mean"], arrays["norm/std"]), rng,
                       _group(arrays, "optim/"), _group(arrays, "sched/"))

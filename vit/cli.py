@@ -15,6 +15,7 @@ import numpy as np
 
 from minigrad.heap import keep_heap
 
+from .model import MAX_PARAMETERS, limits
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
 
 __all__ = ["main", "build_parser"]
@@ -70,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="vit", description="Train and inspect TinyViT.")
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="BLAS threads (default 1: fastest for these small matrices)")
+    parser.add_argument("--max-parameters", type=positive_int, default=None, metavar="N",
+                        help="refuse models (built, loaded or resumed) of more than N "
+                        f"parameters (default {MAX_PARAMETERS:,})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     t = sub.add_parser("train", help="train a model (defaults: full model on the bundled digits)",
@@ -297,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"vit {args.command}: error: "
     keep_heap()  # a step's arrays reuse the process's pages instead of faulting in new ones
     try:
-        with _blas_threads(args.threads):
+        with _blas_threads(args.threads), limits(max_parameters=args.max_parameters):
             return args.func(args)
     except (ValueError, FileNotFoundError, ImportError) as e:
         print(prefix + " ".join(str(e).split()), file=sys.stderr)

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import MAX_DECODED_BYTES, decoded_limit, open_regular, read_into
 from .npz import load_npz
 
 __all__ = ["Dataset", "Normalizer", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
-           "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
+           "MAX_CLASSES", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
            "load_data", "position_task"]
 
 #: The bundled digits (package data).
@@ -38,6 +39,9 @@ DIGITS_PATH = Path(__file__).with_name("data") / "digits.npz"
 SPLIT_SEED = 0
 #: The held-out share of a split.
 TEST_FRACTION = 0.2
+#: The most classes a data set may have (labels in [0, MAX_CLASSES)): one label of 10**10
+#: would otherwise build a head of 10**10 columns.
+MAX_CLASSES = 65_536
 
 
 @dataclass
@@ -69,10 +73,30 @@ class Normalizer:
     mean: np.ndarray  # (C,) float64
     std: np.ndarray  # (C,) float64
 
+    def __post_init__(self) -> None:
+        for name in ("mean", "std"):
+            value = np.asarray(getattr(self, name))
+            if value.dtype.kind not in "biuf" or value.ndim != 1 or value.size == 0:
+                raise ValueError(f"Normalizer {name}: got {value.dtype} of shape {value.shape}; "
+                                 "expected real numbers of shape (C,), one per channel")
+            value = value.astype(np.float64)
+            if not np.isfinite(value).all():
+                raise ValueError(f"Normalizer {name}: got {value.tolist()}; expected finite "
+                                 "numbers")
+            setattr(self, name, value)
+        if self.mean.shape != self.std.shape:
+            raise ValueError(f"Normalizer: mean of shape {self.mean.shape} and std of shape "
+                             f"{self.std.shape}; expected the same (C,)")
+        if not np.all(self.std > 0):
+            raise ValueError(f"Normalizer std: got {self.std.tolist()}; expected every "
+                             "channel's std > 0")
+
     @classmethod
     def fit(cls, x_train: np.ndarray) -> Normalizer:
-        """Mean and standard deviation of every training pixel, per channel (std 0 -> 1)."""
-        x = _real_images(x_train, "Normalizer.fit x_train")
+        """Mean and standard deviation of every training pixel, per channel (std 0 -> 1),
+        computed in float64: float32 sums of large pixels overflow (std = inf) and lose
+        the small differences of large ones."""
+        x = _real_images(x_train, "Normalizer.fit x_train").astype(np.float64)
         if not np.isfinite(x).all():
             raise ValueError("Normalizer.fit x_train: got NaN or infinite pixels; expected "
                              "finite values")
@@ -162,7 +186,9 @@ def _images(x: np.ndarray, where: str) -> np.ndarray:
 
 
 def _labels(y: np.ndarray, n: int, where: str) -> np.ndarray:
-    """Integer class labels (N,) >= 0 -> int64. Whole-valued floats are accepted."""
+    """Integer class labels (N,) in [0, MAX_CLASSES) -> int64, range-checked in the labels'
+    own dtype before the cast (a uint64 label >= 2**63 would wrap to a negative int64).
+    Whole-valued floats are accepted."""
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"{where}: labels have shape {y.shape}; expected ({n},)")
@@ -176,6 +202,9 @@ def _labels(y: np.ndarray, n: int, where: str) -> np.ndarray:
         raise ValueError(f"{where}: labels have dtype {y.dtype}; expected integer class indices")
     if n and y.min() < 0:
         raise ValueError(f"{where}: labels include {y.min()}; expected class indices >= 0")
+    if n and y.max() >= MAX_CLASSES:
+        raise ValueError(f"{where}: labels include {y.max()}; expected class indices in [0, "
+                         f"{MAX_CLASSES - 1}] (at most MAX_CLASSES = {MAX_CLASSES:,} classes)")
     return y.astype(np.int64)
 
 
@@ -192,9 +221,11 @@ def _dataset(x, y, x_test, y_test, name: str) -> Dataset:
         if x_test.shape[1:] != x.shape[1:]:
             raise ValueError(f"{name}: test images are {x_test.shape[1:]} but training images "
                              f"are {x.shape[1:]}; expected the same (C, H, W)")
+    present = np.unique(y)
+    if len(present) < 2:  # a one-class set would train to a trivial 100%
+        raise ValueError(f"{name}: every training label is {present[0]} (one class); expected "
+                         "at least two classes")
     num_classes = int(max(y.max(), y_test.max())) + 1
-    if num_classes < 2:
-        raise ValueError(f"{name}: every label is 0; expected at least two classes")
     return Dataset(x, y, x_test, y_test, num_classes, name)
 
 
@@ -228,39 +259,59 @@ def load_digits() -> Dataset:
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def read_idx(path: str | os.PathLike) -> np.ndarray:
+def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
     """One IDX file (gzip-compressed if its name ends in ``.gz``) as a native-endian array.
 
     Format: two zero bytes, a type code, the number of dimensions d, then d big-endian uint32
-    sizes and the data, big-endian, row-major. The magic number and the length are checked.
+    sizes and the data, big-endian, row-major. The magic number is checked, the declared size
+    is bounded by ``vit.files.decoded_limit(file size, max_bytes)`` before anything is
+    allocated, and the file must hold exactly the declared data: it is read (decompressed) in
+    chunks up to that size, so trailing bytes are refused without inflating them.
     """
     path = _path(path, "read_idx path")
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as f:
-                raw = f.read()
-        else:
-            raw = path.read_bytes()
+        with open_regular(path, "IDX file") as raw_file:
+            limit = decoded_limit(os.fstat(raw_file.fileno()).st_size, max_bytes)
+            f = gzip.GzipFile(fileobj=raw_file, mode="rb") if path.suffix == ".gz" else raw_file
+            with f:
+                head = f.read(4)
+                if len(head) < 4:
+                    raise ValueError(f"{path}: {len(head)} bytes; too short for an IDX header "
+                                     "(expected 4 magic bytes, the sizes, then the data)")
+                zero, code, ndim = struct.unpack(">HBB", head)
+                if zero != 0 or code not in _IDX_TYPES or ndim == 0:
+                    raise ValueError(f"{path}: bad magic number 0x{head.hex()}; expected an IDX "
+                                     "file (0x00000801 for labels, 0x00000803 for images of "
+                                     "unsigned bytes)")
+                sizes = f.read(4 * ndim)
+                if len(sizes) < 4 * ndim:
+                    raise ValueError(f"{path}: truncated IDX header ({4 + len(sizes)} bytes, "
+                                     f"expected {4 + 4 * ndim})")
+                shape = struct.unpack(f">{ndim}I", sizes)
+                dtype = np.dtype(_IDX_TYPES[code])
+                expected = dtype.itemsize
+                for n in shape:
+                    expected *= n
+                if expected > limit:
+                    raise ValueError(f"{path}: declares shape {shape} of {dtype.str} "
+                                     f"({expected:,} bytes); expected at most {limit:,} bytes "
+                                     "(a corrupt or hostile header)")
+                data = np.empty(shape, dtype)
+                got = read_into(f, memoryview(data.reshape(-1).view(np.uint8)))
+                if got < expected:
+                    raise ValueError(f"{path}: {got} data bytes for shape {shape}; expected "
+                                     f"{expected} (truncated or corrupt)")
+                if f.read(1):
+                    raise ValueError(f"{path}: more bytes follow the {expected:,} data bytes "
+                                     f"of shape {shape}; expected exactly the declared data")
     except (OSError, EOFError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise
-        raise ValueError(f"{path}: cannot be read or decompressed ({e})") from None
-    if len(raw) < 4:
-        raise ValueError(f"{path}: {len(raw)} bytes; too short for an IDX header")
-    zero, code, ndim = struct.unpack(">HBB", raw[:4])
-    if zero != 0 or code not in _IDX_TYPES or ndim == 0:
-        raise ValueError(f"{path}: bad magic number 0x{raw[:4].hex()}; expected an IDX file "
-                         "(0x00000801 for labels, 0x00000803 for images of unsigned bytes)")
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise ValueError(f"{path}: truncated IDX header ({len(raw)} bytes, need {header})")
-    shape = struct.unpack(f">{ndim}I", raw[4:header])
-    dtype = np.dtype(_IDX_TYPES[code])
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if len(raw) - header != expected:
-        raise ValueError(f"{path}: {len(raw) - header} data bytes for shape {shape}; expected "
-                         f"{expected} (truncated or corrupt)")
-    return np.frombuffer(raw, dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+        raise ValueError(f"{path}: cannot be read or decompressed ({e}); expected a readable "
+                         "IDX file") from None
+    if not dtype.isnative:  # big-endian on disk: swap in place, no second copy
+        data = data.byteswap(inplace=True).view(dtype.newbyteorder("="))
+    return data
 
 
 def _find_idx(folder: Path, prefix: str, kind: str, dims: int) -> Path | None:

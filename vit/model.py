@@ -14,12 +14,16 @@ import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.nn import LayerNorm, Linear, Module, Parameter
 
-from .block import Block, _check_heads
+from .block import Block
+from .limits import (CONFIG_KEYS, DTYPES, MAX_ACTIVATION_BYTES, MAX_PARAMETERS,
+                     activation_bytes, check_config, current_limits, limits, parameter_count,
+                     parameter_shapes, parse_config)
 from .losses import one_hot
 from .npz import load_npz, save_npz_atomic
 
-__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic"]
-
+__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
+           "parameter_shapes", "parameter_count", "activation_bytes", "check_config",
+           "parse_config", "limits", "current_limits", "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "DTYPES"]
 
 def patchify(x, patch_size: int):
     """(B, C, H, W) -> (B, N, P·P·C): patches in row-major order over the (H/P, W/P) grid,
@@ -89,20 +93,19 @@ class TinyViT(Module):
     Weights ~ N(0, 1/fan_in), biases 0, CLS and position embeddings ~ N(0, 0.02²), LayerNorm
     gains 1 and biases 0; ``seed`` makes the initialization reproducible.
 
+    The size is checked before anything is allocated (:func:`check_config`): at most
+    ``max_parameters`` parameters (default ``MAX_PARAMETERS``, or the current :func:`limits`)
+    and ``MAX_ACTIVATION_BYTES`` of activations per image.
+
     The contract's methods take and return NumPy arrays and floats; ``model(x)`` on a Tensor
     returns differentiable logits.
     """
 
     def __init__(self, img_size: int = 8, patch_size: int = 4, in_chans: int = 1, dim: int = 16,
                  num_heads: int = 2, mlp_dim: int = 32, num_classes: int = 2,
-                 use_pos_emb: bool = True, *, dtype=np.float64, seed: int | None = None) -> None:
+                 use_pos_emb: bool = True, *, dtype=np.float64, seed: int | None = None,
+                 max_parameters: int | None = None) -> None:
         super().__init__()
-        for name in ("img_size", "patch_size", "in_chans", "dim", "mlp_dim", "num_classes"):
-            _positive_int(name, locals()[name])
-        if img_size % patch_size:
-            raise ValueError(f"TinyViT patch_size: got {patch_size}; expected a divisor of "
-                             f"img_size = {img_size}")
-        _check_heads(dim, num_heads, "TinyViT num_heads")
         try:
             np_dtype = np.dtype(dtype)
         except TypeError:
@@ -112,8 +115,9 @@ class TinyViT(Module):
             raise TypeError(f"TinyViT dtype: got {shown}; "
                             "expected a floating dtype (np.float32, np.float64)")
         dtype = np_dtype
-        if not isinstance(use_pos_emb, (bool, np.bool_)):
-            raise TypeError(f"TinyViT use_pos_emb: got {use_pos_emb!r}; expected True or False")
+        check_config(dict(img_size=img_size, patch_size=patch_size, in_chans=in_chans, dim=dim,
+                          num_heads=num_heads, mlp_dim=mlp_dim, num_classes=num_classes,
+                          use_pos_emb=use_pos_emb), dtype, max_parameters)
         try:
             rng = np.random.default_rng(seed)
         except (TypeError, ValueError) as e:
@@ -171,6 +175,13 @@ class TinyViT(Module):
                              f"{want[2]}) images with B >= 1 (in_chans, img_size, img_size)")
         if x.dtype.kind not in "biuf":
             raise TypeError(f"TinyViT x: got dtype {x.dtype}; expected a real numeric dtype")
+        need = x.shape[0] * activation_bytes(c, self.dtype.itemsize)
+        limit = current_limits()[1]
+        if need > limit:  # attention is quadratic in the tokens: refuse, not OOM
+            raise ValueError(f"TinyViT x: a batch of {x.shape[0]} images needs about {need:,} "
+                             f"bytes of activations; expected at most {limit:,} "
+                             "(split the batch, or raise vit.model.limits("
+                             "max_activation_bytes=...))")
 
     def _targets(self, y, batch: int) -> np.ndarray:
         """Integer labels (B,) or soft targets (B, K) in the model's dtype."""
@@ -240,14 +251,31 @@ class TinyViT(Module):
             loss = F.cross_entropy(self.logits(Tensor(x)), y)
             self.zero_grad()
             loss.backward()
-            for p in self.parameters():
-                p.data -= lr * p.grad
+            named = [(n, p) for n, p in self.named_parameters() if p.grad is not None]
+            self._apply_finite([(n, p.data, p.grad) for n, p in named], lr)
             return float(loss.item())
-        return self._probe_step(x, y, lr)[0]
+        return self._probe_step(x, y, lr, check=True)[0]
 
-    def _probe_step(self, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, np.ndarray]:
+    def _apply_finite(self, updates: list, lr: float) -> None:
+        """``param -= lr * grad`` for every (name, param, grad), or, if any result is NaN
+        or infinite, a ValueError naming it and no parameter changed."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            new = [(name, param, param - lr * grad) for name, param, grad in updates]
+        for name, _, value in new:
+            if not np.isfinite(value).all():
+                raise ValueError(f"TinyViT train_step lr: got {lr!r}; the step makes parameter "
+                                 f"{name!r} non-finite (NaN or inf in {value.dtype}); expected "
+                                 "a learning rate small enough for finite parameters (no "
+                                 "parameter was changed)")
+        for _, param, value in new:
+            param[...] = value
+
+    def _probe_step(self, x: np.ndarray, y: np.ndarray, lr: float,
+                    check: bool = False) -> tuple[float, np.ndarray]:
         """The head-only step on checked inputs; returns (loss, logits) before the step, so
-        a training loop can count correct predictions without a second forward."""
+        a training loop can count correct predictions without a second forward. With
+        ``check``, a step that would make the head non-finite raises and changes nothing
+        (a training loop instead sees the next loss diverge)."""
         cls = self.cls_features(x)
         W, b = self.head.weight.data, self.head.bias.data
         logits = cls @ W + b
@@ -256,8 +284,12 @@ class TinyViT(Module):
         target = one_hot(y, W.shape[1], self.dtype) if y.ndim == 1 else y
         loss = float(-(target * log_p).sum() / len(x))
         dlogits = (np.exp(log_p) * target.sum(axis=1, keepdims=True) - target) / len(x)
-        W -= lr * (cls.T @ dlogits)
-        b -= lr * dlogits.sum(axis=0)
+        if check:
+            self._apply_finite([("head.weight", W, cls.T @ dlogits),
+                                ("head.bias", b, dlogits.sum(axis=0))], lr)
+        else:
+            W -= lr * (cls.T @ dlogits)
+            b -= lr * dlogits.sum(axis=0)
         return loss, logits
 
     # ---- files -------------------------------------------------------------------------
@@ -268,29 +300,35 @@ class TinyViT(Module):
         save_npz_atomic(path, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> TinyViT:
-        """Rebuild a model saved by :meth:`save`. Never unpickles; rejects missing, extra or
-        misshapen arrays with a ValueError."""
+    def load(cls, path: str | os.PathLike, max_parameters: int | None = None) -> TinyViT:
+        """Rebuild a model saved by :meth:`save`. Never unpickles; the config is checked
+        (keys, types, dtype, size bounds) before the model is built, and missing, extra or
+        misshapen arrays are refused with a ValueError."""
         arrays = load_npz(path)
+        where = f"TinyViT.load {path}"
         if "config" not in arrays:
-            raise ValueError(f"TinyViT.load {path}: no 'config' entry; not a TinyViT file")
+            raise ValueError(f"{where}: no 'config' entry; not a TinyViT file (expected "
+                             "what TinyViT.save writes)")
+        config, dtype = parse_config(arrays.pop("config"), where)
         try:
-            config = json.loads(str(arrays.pop("config")))
-            if not isinstance(config, dict):
-                raise TypeError(f"expected a JSON object, got {type(config).__name__}")
-            dtype = config.pop("dtype")
-            model = cls(**config, dtype=dtype)
-        except (TypeError, ValueError, KeyError) as e:
-            raise ValueError(f"TinyViT.load {path}: bad config entry ({e})") from None
-        extra = [k for k in arrays if not k.startswith("param/")]
-        if extra:
-            raise ValueError(f"TinyViT.load {path}: unexpected entries {extra}")
-        state = {k[len("param/"):]: v for k, v in arrays.items()}
-        names = [name for name, _ in model.named_parameters()]
-        missing = [name for name in names if name not in state]
-        unexpected = [name for name in state if name not in names]
-        if missing or unexpected:  # a ValueError (load_state_dict's strict check is a KeyError)
-            raise ValueError(f"TinyViT.load {path}: parameters do not match the config: "
-                             f"missing {missing}, unexpected {unexpected}")
+            check_config(config, dtype, max_parameters, owner=f"{where}: entry 'config'")
+        except (TypeError, ValueError) as e:
+            raise ValueError(str(e)) from None
+        shapes = parameter_shapes(config)
+        state = {}
+        for key, value in arrays.items():
+            name = key[len("param/"):] if key.startswith("param/") else None
+            if name not in shapes:
+                raise ValueError(f"{where}: unexpected entry {key!r}; expected only 'config' "
+                                 "and the config's param/<name> entries")
+            if value.shape != shapes[name] or value.dtype != np.dtype(dtype):
+                raise ValueError(f"{where}: entry {key!r} is {value.dtype} of shape "
+                                 f"{value.shape}; expected {dtype} of shape {shapes[name]}")
+            state[name] = value
+        missing = [name for name in shapes if name not in state]
+        if missing:
+            raise ValueError(f"{where}: parameters do not match the config: missing "
+                             f"{['param/' + n for n in missing]}; expected every parameter")
+        model = cls(**config, dtype=dtype, max_parameters=max_parameters)
         model.load_state_dict(state)
         return model

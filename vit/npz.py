@@ -2,20 +2,25 @@
 and check every member's declared size before allocating it."""
 from __future__ import annotations
 
+import io
 import os
+import struct
 import zipfile
 import zlib
 
 import numpy as np
 
 from .atomic import write_atomic
+from .files import MAX_DECODED_BYTES, decoded_limit, open_regular, read_into
 
-__all__ = ["save_npz_atomic", "load_npz", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS"]
+__all__ = ["save_npz_atomic", "load_npz", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS", "MAX_HEADER_BYTES"]
 
 
 #: The most bytes the arrays of one ``.npz`` may declare, all together (checked against each
-#: member's .npy header before anything is allocated).
-MAX_NPZ_BYTES = 4 << 30
+#: member's .npy header before anything is allocated; see ``vit.files.decoded_limit``).
+MAX_NPZ_BYTES = MAX_DECODED_BYTES
+#: The longest .npy header read (NumPy's own default ``max_header_size``).
+MAX_HEADER_BYTES = 10_000
 #: The most members one ``.npz`` may hold.
 MAX_NPZ_MEMBERS = 10_000
 
@@ -38,37 +43,59 @@ def save_npz_atomic(path, arrays: dict) -> None:
     write_atomic(path, lambda f: np.savez(f, **arrays))
 
 
-def _member_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str):
-    """(shape, fortran_order, dtype, header bytes) of one .npy member, read from its header
-    alone; a ValueError for anything that is not a plain .npy array."""
+def _member_header(fp, name: str, where: str):
+    """(shape, fortran_order, dtype, header length) of one .npy member stream, reading no
+    more than ``MAX_HEADER_BYTES`` of header; a ValueError for anything that is not a plain
+    version 1.0 or 2.0 .npy array. (NumPy's own reader takes a version-2 header's declared
+    length, up to 4 GiB, whole before its size check.)"""
     fmt = np.lib.format
-    with zf.open(info) as fp:
-        try:
-            version = fmt.read_magic(fp)
-            if version == (1, 0):
-                shape, fortran, dtype = fmt.read_array_header_1_0(fp)
-            elif version == (2, 0):
-                shape, fortran, dtype = fmt.read_array_header_2_0(fp)
-            else:
-                raise ValueError(f"format version {version}; expected 1.0 or 2.0")
-            header = fp.tell()
-        except (ValueError, EOFError, OSError, SyntaxError) as e:
-            raise ValueError(f"{where}: member {info.filename!r} is not an .npy array ({e})") \
-                from None
-    return shape, fortran, dtype, header
+    prefix = fp.read(len(_NPY_MAGIC) + 2)
+    if len(prefix) < 8 or not prefix.startswith(_NPY_MAGIC):
+        raise ValueError(f"{where}: member {name!r} is not an .npy array (it starts with "
+                         f"{prefix[:8]!r}); expected the .npy magic {_NPY_MAGIC!r}")
+    version = (prefix[6], prefix[7])
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"{where}: member {name!r} is not an .npy array (format version "
+                         f"{version}); expected 1.0 or 2.0")
+    size_format = "<H" if version == (1, 0) else "<I"
+    raw = fp.read(struct.calcsize(size_format))
+    if len(raw) < struct.calcsize(size_format):
+        raise ValueError(f"{where}: member {name!r} ends inside its .npy header; expected a "
+                         "complete header (truncated or corrupt)")
+    (length,) = struct.unpack(size_format, raw)
+    if length > MAX_HEADER_BYTES:
+        raise ValueError(f"{where}: member {name!r} declares a {length:,}-byte .npy header; "
+                         f"expected at most {MAX_HEADER_BYTES:,} bytes (a corrupt or hostile "
+                         "header)")
+    header = fp.read(length)
+    if len(header) < length:
+        raise ValueError(f"{where}: member {name!r} ends inside its .npy header; expected a "
+                         f"complete header of {length:,} bytes (truncated or corrupt)")
+    buf = io.BytesIO(prefix + raw + header)  # NumPy parses the bounded bytes, never eval
+    try:
+        fmt.read_magic(buf)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = read(buf, max_header_size=MAX_HEADER_BYTES)
+    except (ValueError, EOFError, SyntaxError, TypeError) as e:
+        raise ValueError(f"{where}: member {name!r} is not an .npy array ({e}); expected a "
+                         "valid .npy header") from None
+    return shape, fortran, dtype, len(prefix) + len(raw) + length
 
 
 def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
-    Before anything is allocated: the file must be a zip archive (its first bytes), every
-    member a plain ``.npy`` array whose header declares no object dtype, a shape whose data
-    fits the member, and all together at most ``max_bytes``. A clear ValueError otherwise
-    (missing file: FileNotFoundError).
+    Before anything is allocated: the path must be a regular file (``vit.files.open_regular``)
+    and a zip archive (its first bytes); every member a plain ``.npy`` array whose header is
+    at most ``MAX_HEADER_BYTES`` and declares no object dtype and a shape whose data is
+    exactly the rest of the member; and all the arrays together at most
+    ``vit.files.decoded_limit(file size, max_bytes)`` bytes. Members are then inflated in
+    chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
+    FileNotFoundError).
     """
     where = _fspath(path, "load path")
     try:
-        with open(where, "rb") as f:
+        with open_regular(where, ".npz file") as f:
             head = f.read(6)
             if head.startswith(_NPY_MAGIC):
                 raise ValueError(f"{where}: a single .npy array; expected an .npz archive")
@@ -76,46 +103,67 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
                 what = "an empty file" if not head else f"a file starting with {head!r}"
                 raise ValueError(f"{where}: not an .npz archive ({what}); expected a zip "
                                  "archive of .npy arrays as np.savez writes")
+            limit = decoded_limit(os.fstat(f.fileno()).st_size, max_bytes)
             f.seek(0)
             with zipfile.ZipFile(f) as zf:
                 infos = zf.infolist()
                 if len(infos) > MAX_NPZ_MEMBERS:
                     raise ValueError(f"{where}: {len(infos)} members; expected at most "
                                      f"{MAX_NPZ_MEMBERS}")
-                plan, total = [], 0
+                plan, total, names = [], 0, set()
                 for info in infos:
-                    if not info.filename.endswith(".npy"):
-                        raise ValueError(f"{where}: member {info.filename!r} is not an .npy "
+                    name = info.filename
+                    if not name.endswith(".npy"):
+                        raise ValueError(f"{where}: member {name!r} is not an .npy "
                                          "array; expected only .npy members")
-                    shape, _, dtype, header = _member_header(zf, info, where)
+                    if name in names:
+                        raise ValueError(f"{where}: member {name!r} appears twice; expected "
+                                         "each name once")
+                    names.add(name)
+                    with zf.open(info) as fp:
+                        shape, fortran, dtype, header = _member_header(fp, name, where)
                     if dtype.hasobject:
-                        raise ValueError(f"{where}: member {info.filename!r} holds object "
+                        raise ValueError(f"{where}: member {name!r} holds object "
                                          "(pickled) arrays, which are never loaded; expected "
                                          "numeric arrays")
                     if not all(isinstance(n, int) and n >= 0 for n in shape):
-                        raise ValueError(f"{where}: member {info.filename!r} declares shape "
+                        raise ValueError(f"{where}: member {name!r} declares shape "
                                          f"{shape}; expected non-negative integer sizes")
                     count = 1
                     for n in shape:
                         count *= n
                     nbytes = count * dtype.itemsize
                     total += nbytes
-                    if total > max_bytes:
+                    if total > limit:
                         raise ValueError(
-                            f"{where}: member {info.filename!r} declares shape {shape} of "
-                            f"{dtype} ({nbytes:,} bytes); expected at most {max_bytes:,} bytes "
+                            f"{where}: member {name!r} declares shape {shape} of "
+                            f"{dtype} ({nbytes:,} bytes); expected at most {limit:,} bytes "
                             "of arrays in one file (a corrupt or hostile header)")
-                    if header + nbytes > info.file_size:
+                    held = info.file_size - header
+                    if held != nbytes:
+                        problem = "truncated or corrupt" if held < nbytes else \
+                            f"{held - nbytes:,} bytes follow the data"
                         raise ValueError(
-                            f"{where}: member {info.filename!r} declares shape {shape} of "
-                            f"{dtype} ({nbytes:,} bytes) but holds {info.file_size - header:,}"
-                            " bytes of data; expected them to agree (truncated or corrupt)")
-                    plan.append(info)
+                            f"{where}: member {name!r} declares shape {shape} of "
+                            f"{dtype} ({nbytes:,} bytes) but holds {held:,} bytes of data "
+                            f"({problem}); expected exactly the declared bytes")
+                    plan.append((info, shape, fortran, dtype, header, nbytes, count))
                 arrays = {}
-                for info in plan:
+                for info, shape, fortran, dtype, header, nbytes, count in plan:
                     with zf.open(info) as fp:
-                        array = np.lib.format.read_array(fp, allow_pickle=False)
-                        fp.read()  # to the end: the zip's CRC check of the member
+                        fp.read(header)
+                        data = np.empty(nbytes, np.uint8)
+                        got = read_into(fp, memoryview(data))
+                        if got < nbytes:
+                            raise ValueError(f"{where}: member {info.filename!r} ends after "
+                                             f"{got:,} of its {nbytes:,} data bytes; expected "
+                                             "them all (truncated or corrupt)")
+                        if fp.read(1):  # also the end of the member: the zip's CRC check
+                            raise ValueError(f"{where}: member {info.filename!r} holds more "
+                                             "than its declared data; expected exactly the "
+                                             "declared bytes")
+                    array = data.view(dtype) if dtype.itemsize else np.empty(count, dtype)
+                    array = array.reshape(shape, order="F" if fortran else "C")
                     arrays[info.filename[:-len(".npy")]] = array
                 return arrays
     except FileNotFoundError:

@@ -35,7 +35,7 @@ from .atomic import append_line, open_append_nofollow, write_atomic
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
-from .model import TinyViT
+from .model import TinyViT, current_limits, parameter_count
 from .runfolder import RunLock, read_metrics, remove_stale_temps
 
 __all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
@@ -85,11 +85,81 @@ class TrainOptions:
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainOptions:
+        """Options from a mapping of field names (a checkpoint's JSON), validated."""
+        if not isinstance(values, dict):
+            raise TypeError(f"training options: got {type(values).__name__}; expected a "
+                            "mapping of option names to values")
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
-            raise ValueError(f"unknown training options {unknown}")
+            raise ValueError(f"unknown training options {unknown}; expected only the fields "
+                             "of TrainOptions")
         return cls(**values)
+
+    #: The allowed names of the options that name things (never looked up any other way).
+    CHOICES = {"task": ("digits", "position"), "optimizer": ("adamw", "sgd"),
+               "schedule": ("onecycle", "cosine", "constant"), "dtype": ("float32", "float64")}
+
+    def __post_init__(self) -> None:
+        """Every field checked, in one place (the CLI, the API and the checkpoint loader
+        all build options through here): TypeError for a wrong type, ValueError for a wrong
+        value, each naming the field and its command-line option."""
+        def name(field: str) -> str:
+            return f"TrainOptions {field} (--{field.replace('_', '-')})"
+
+        def number(field: str, low: float, high: float = math.inf, *, low_open=False,
+                   high_open=False, integer=False, optional=False) -> None:
+            value = getattr(self, field)
+            if value is None and optional:
+                return
+            kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+            want = "an integer" if integer else "a number"
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
+                raise TypeError(f"{name(field)}: got {value!r}; expected {want}"
+                                + (" or None" if optional else ""))
+            ok = (math.isfinite(value) and (value > low if low_open else value >= low)
+                  and (value < high if high_open else value <= high))
+            if not ok:
+                left, right = "(" if low_open else "[", ")" if high_open else "]"
+                span = (f"{'>' if low_open else '>='} {low:g}" if high == math.inf else
+                        f"in {left}{low:g}, {high:g}{right}")
+                raise ValueError(f"{name(field)}: got {value!r}; expected {want} {span}")
+
+        for field, allowed in self.CHOICES.items():
+            if getattr(self, field) not in allowed:
+                raise ValueError(f"{name(field)}: got {getattr(self, field)!r}; expected one of "
+                                 f"{', '.join(repr(a) for a in allowed)}")
+        if self.data is not None and not isinstance(self.data, str):
+            raise TypeError(f"{name('data')}: got {type(self.data).__name__} {self.data!r}; "
+                            "expected a path (str) or None")
+        for field in ("patch_size", "dim", "heads", "mlp_dim", "epochs", "batch_size"):
+            number(field, 1, integer=True)
+        for field in ("shift", "seed"):
+            number(field, 0, integer=True)
+        for field in ("no_pos_emb", "no_decay_norm_bias", "probe"):
+            if not isinstance(getattr(self, field), (bool, np.bool_)):
+                raise TypeError(f"{name(field)}: got {getattr(self, field)!r}; expected True "
+                                "or False")
+        number("lr", 0, low_open=True, optional=True)
+        number("warmup", 0, 1, high_open=True, optional=True)
+        for field in ("momentum", "weight_decay", "mixup"):
+            number(field, 0)
+        number("label_smoothing", 0, 1, high_open=True)
+        if self.dim % self.heads:
+            raise ValueError(f"{name('heads')}: --heads {self.heads} does not divide --dim "
+                             f"{self.dim}; expected a divisor of --dim")
+        # The model's size whatever the data: one patch, one channel, two classes. The exact
+        # count, with the data's shape, is checked again when the model is built.
+        least = parameter_count(dict(img_size=self.patch_size, patch_size=self.patch_size,
+                                     in_chans=1, dim=self.dim, num_heads=self.heads,
+                                     mlp_dim=self.mlp_dim, num_classes=2,
+                                     use_pos_emb=not self.no_pos_emb))
+        limit = current_limits()[0]
+        if least > limit:
+            raise ValueError(f"TrainOptions --dim {self.dim}, --mlp-dim {self.mlp_dim}, "
+                             f"--patch-size {self.patch_size}: a model of at least {least:,} "
+                             f"parameters; expected at most {limit:,} (vit --max-parameters N "
+                             "raises the limit)")
 
 
 class TrainingDiverged(RuntimeError):

@@ -1,0 +1,175 @@
+"""The size of a TinyViT, computed from its config before anything is allocated, and the
+bounds it is checked against (``docs/reliability.md``, Threat model).
+
+``vit.model`` re-exports every name here; ``TinyViT.__init__``, the model and checkpoint
+loaders and ``TrainOptions`` all check sizes through :func:`check_config`.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+from typing import Iterator
+
+import numpy as np
+
+__all__ = ["MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "DTYPES", "CONFIG_KEYS", "limits",
+           "current_limits", "parameter_shapes", "parameter_count", "activation_bytes",
+           "check_config", "parse_config"]
+
+#: The most parameters a TinyViT may have unless raised (``max_parameters=``, :func:`limits`,
+#: ``vit --max-parameters``): 80 MB of float64 weights, 240 MB with AdamW's two buffers.
+MAX_PARAMETERS = 10_000_000
+#: The most bytes one image's forward activations may take (:func:`activation_bytes`):
+#: attention is quadratic in the tokens, so img_size / patch_size is bounded through this.
+MAX_ACTIVATION_BYTES = 1 << 30
+#: The dtypes a model file may name (an allow-list: the name never reaches ``np.dtype``
+#: otherwise).
+DTYPES = ("float16", "float32", "float64")
+#: The keys of a model's config (the constructor arguments), as saved with ``dtype``.
+CONFIG_KEYS = ("img_size", "patch_size", "in_chans", "dim", "num_heads", "mlp_dim",
+               "num_classes", "use_pos_emb")
+
+_LIMITS = contextvars.ContextVar("vit_model_limits",
+                                 default=(MAX_PARAMETERS, MAX_ACTIVATION_BYTES))
+
+
+@contextlib.contextmanager
+def limits(max_parameters: int | None = None,
+           max_activation_bytes: int | None = None) -> Iterator[None]:
+    """Raise (or lower) the size bounds of every TinyViT built in this thread or task, for
+    the duration of the block (e.g. around ``train()`` or ``load_checkpoint()``)."""
+    current = _LIMITS.get()
+    new = tuple(_positive_int(name, value, "vit.model.limits") if value is not None else old
+                for name, value, old in (("max_parameters", max_parameters, current[0]),
+                                         ("max_activation_bytes", max_activation_bytes,
+                                          current[1])))
+    token = _LIMITS.set(new)
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+def current_limits() -> tuple[int, int]:
+    """(max_parameters, max_activation_bytes) in force here (see :func:`limits`)."""
+    return _LIMITS.get()
+
+
+def parameter_shapes(config: dict) -> dict[str, tuple[int, ...]]:
+    """Every parameter's shape, by name in ``named_parameters()`` order, from the config
+    alone (nothing is allocated): what ``TinyViT(**config)`` builds."""
+    P, C, D = config["patch_size"], config["in_chans"], config["dim"]
+    F, K = config["mlp_dim"], config["num_classes"]
+    N = (config["img_size"] // P) ** 2
+    shapes = {"cls_token": (1, 1, D)}
+    if config["use_pos_emb"]:
+        shapes["pos_embed"] = (1, N + 1, D)
+    shapes.update({
+        "patch_embed.weight": (P * P * C, D), "patch_embed.bias": (D,),
+        "block.norm1.weight": (D,), "block.norm1.bias": (D,),
+        "block.attn.qkv.weight": (D, 3 * D), "block.attn.proj.weight": (D, D),
+        "block.norm2.weight": (D,), "block.norm2.bias": (D,),
+        "block.mlp.fc1.weight": (D, F), "block.mlp.fc1.bias": (F,),
+        "block.mlp.fc2.weight": (F, D), "block.mlp.fc2.bias": (D,),
+        "norm.weight": (D,), "norm.bias": (D,), "head.weight": (D, K), "head.bias": (K,)})
+    return shapes
+
+
+def parameter_count(config: dict) -> int:
+    """The number of scalar parameters of ``TinyViT(**config)``, in exact integers."""
+    total = 0
+    for shape in parameter_shapes(config).values():
+        n = 1
+        for size in shape:
+            n *= size
+        total += n
+    return total
+
+
+def activation_bytes(config: dict, itemsize: int = 8) -> int:
+    """An estimate of one image's forward activations, in bytes: T = N + 1 tokens,
+    ``itemsize * (num_heads * T**2 + T * (8 * dim + 2 * mlp_dim))`` (the attention weights;
+    the tokens, q, k, v, the attention output and the MLP's hidden layer)."""
+    T = (config["img_size"] // config["patch_size"]) ** 2 + 1
+    return itemsize * (config["num_heads"] * T * T + T * (8 * config["dim"]
+                                                            + 2 * config["mlp_dim"]))
+
+
+def check_config(config: dict, dtype=np.float64, max_parameters: int | None = None,
+                 owner: str = "TinyViT") -> None:
+    """ValueError/TypeError unless ``config`` (the constructor arguments) describes a
+    TinyViT within the size bounds: positive integer sizes, patch_size dividing img_size,
+    num_heads dividing dim, at most ``max_parameters`` parameters (default: the current
+    :func:`limits`) and at most ``MAX_ACTIVATION_BYTES`` of activations per image."""
+    for name in ("img_size", "patch_size", "in_chans", "dim", "mlp_dim", "num_classes"):
+        _positive_int(name, config[name], owner)
+    if config["img_size"] % config["patch_size"]:
+        raise ValueError(f"{owner} patch_size: got {config['patch_size']}; expected a divisor "
+                         f"of img_size = {config['img_size']}")
+    heads = config["num_heads"]
+    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)):
+        raise TypeError(f"{owner} num_heads: got {heads!r} ({type(heads).__name__}); expected "
+                        "a positive integer")
+    if heads <= 0 or config["dim"] % heads:
+        raise ValueError(f"{owner} num_heads: got {heads}; expected a positive integer "
+                         f"dividing D = {config['dim']}")
+    if not isinstance(config["use_pos_emb"], (bool, np.bool_)):
+        raise TypeError(f"{owner} use_pos_emb: got {config['use_pos_emb']!r}; expected True or "
+                        "False")
+    limit, act_limit = _LIMITS.get()
+    if max_parameters is not None:
+        limit = _positive_int("max_parameters", max_parameters, owner)
+    shown = ", ".join(f"{k}={config[k]}" for k in CONFIG_KEYS[:7])
+    n = parameter_count(config)
+    if n > limit:
+        raise ValueError(f"{owner}: the config ({shown}) makes {n:,} parameters; expected at "
+                         f"most {limit:,} (raise the limit with max_parameters=, "
+                         "vit.model.limits() or vit --max-parameters)")
+    act = activation_bytes(config, np.dtype(dtype).itemsize)
+    if act > act_limit:
+        raise ValueError(f"{owner}: the config ({shown}) needs {act:,} bytes of activations per "
+                         f"image ({(config['img_size'] // config['patch_size']) ** 2 + 1:,} "
+                         f"tokens); expected at most {act_limit:,} (vit.model.limits("
+                         "max_activation_bytes=...) raises it)")
+
+
+def parse_config(text, where: str) -> tuple[dict, str]:
+    """(constructor arguments, dtype name) from a saved ``config`` entry (JSON in a 0-d
+    string array), checked against the allow-list of keys and dtypes: a ValueError naming
+    ``where``, the entry, what it held and what was expected."""
+    text = np.asarray(text)
+    if text.shape != () or text.dtype.kind != "U":
+        raise ValueError(f"{where}: entry 'config' is {text.dtype} of shape {text.shape}; "
+                         "expected a 0-d string of JSON")
+    try:
+        config = json.loads(str(text))
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{where}: entry 'config' is not JSON ({type(e).__name__}: "
+                         f"{str(e)[:80]}); expected a JSON object") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: entry 'config' is a JSON {type(config).__name__}; "
+                         "expected a JSON object of the model's constructor arguments")
+    keys = {*CONFIG_KEYS, "dtype"}
+    if set(config) != keys:
+        raise ValueError(f"{where}: entry 'config' has keys missing "
+                         f"{sorted(keys - set(config))} and unknown {sorted(set(config) - keys)}"
+                         f"; expected exactly {sorted(keys)}")
+    dtype = config.pop("dtype")
+    if dtype not in DTYPES:
+        raise ValueError(f"{where}: entry 'config' dtype: got {dtype!r}; expected one of "
+                         f"{', '.join(DTYPES)}")
+    for name in CONFIG_KEYS:
+        value, want = config[name], bool if name == "use_pos_emb" else int
+        if type(value) is not want:  # JSON gives exactly int or bool; no bool-as-int
+            raise ValueError(f"{where}: entry 'config' {name}: got {value!r}; expected "
+                             f"{'true or false' if want is bool else 'a positive integer'}")
+    return config, dtype
+
+
+
+
+def _positive_int(name: str, value, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{owner} {name}: got {value!r}; expected a positive integer")
+    return int(value)
