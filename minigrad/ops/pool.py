@@ -1,14 +1,15 @@
 """2-D pooling (PyTorch's ``max_pool2d`` and ``avg_pool2d``, NCHW), differentiable.
 
-Both read the windows through a strided view of the (padded) input and send the gradient
-back with one strided add per kernel offset; docs/backward.md §21 derives them.
+Both read the windows as kh·kw strided views of the (padded) input, one per kernel offset,
+and send the gradient back with one strided add per offset; docs/backward.md §21 derives
+them.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..defop import op
-from .conv import int_tuple, out_size, windows
+from .conv import int_tuple, out_size
 
 __all__ = ["max_pool2d", "avg_pool2d"]
 
@@ -59,15 +60,29 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
         low = -np.inf if x4.dtype.kind == "f" else (
             False if x4.dtype.kind == "b" else np.iinfo(x4.dtype).min)
         x4 = np.pad(x4, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=low)
-    B, C = x4.shape[:2]
-    flat = windows(x4, kernel, stride, (1, 1)).reshape(B, C, Ho, Wo, kh * kw)  # a copy
-    idx = np.argmax(flat, axis=-1)  # the first maximum (or first NaN) in row-major order
-    out = np.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
-    if out.dtype.kind == "f":
-        nan_windows = np.isnan(out)
-        if nan_windows.any():  # PyTorch keeps the last NaN: x > max or isnan(x) updates
-            last = np.isnan(flat[nan_windows][:, ::-1]).argmax(axis=-1)
-            idx[nan_windows] = kh * kw - 1 - last
+    (sh, sw) = stride
+    def part(k):  # the k-th kernel offset of every window, row-major: (B, C, Ho, Wo)
+        i, j = divmod(k, kw)
+        return x4[:, :, i:i + sh * (Ho - 1) + 1:sh, j:j + sw * (Wo - 1) + 1:sw]
+
+    out = part(0).copy()
+    for k in range(1, kh * kw):
+        np.maximum(out, part(k), out=out)  # NaN wins, as in PyTorch's scan
+    # Where the gradient goes, by PyTorch's rule (its scan replaces the running maximum only
+    # by a larger element or a NaN): the first offset equal to the maximum, row-major, so
+    # ties keep the first; a window with NaN (its output is NaN) ends on its last NaN.
+    idx = np.zeros(out.shape, dtype=np.uint8 if kh * kw < 256 else np.intp)
+    found = np.zeros(out.shape, dtype=bool)
+    for k in range(kh * kw):
+        hit = part(k) == out
+        hit &= ~found
+        found |= hit
+        if k:
+            idx += hit * idx.dtype.type(k)
+    if x4.dtype.kind == "f" and not found.all():  # windows whose maximum is NaN
+        for k in range(kh * kw):
+            nan_here = np.isnan(part(k)) & ~found
+            idx[nan_here] = k  # later NaNs overwrite: the last one stays
     shape = x.shape if x.ndim == 4 else (1,) + x.shape
 
     def vjp(g):
