@@ -31,14 +31,21 @@ def _pool_args(x, kernel_size, stride, padding, op_name):
 
 
 def _scatter_back(parts, shape, dtype, kernel, stride, padding, size):
-    """Σ over kernel offsets (i, j) of parts(i, j), each (B, C, Ho, Wo), added onto the
-    padded input's positions (p·sh + i, q·sw + j); the padding cropped off."""
+    """Σ over kernel offsets (i, j) of parts(i, j, out), each (B, C, Ho, Wo), added onto the
+    padded input's positions (p·sh + i, q·sw + j); the padding cropped off. Where windows
+    do not overlap (stride >= kernel), each offset writes its own positions: parts(i, j,
+    out) writes into the strided slice ``out`` itself, with no temporary and no add."""
     (kh, kw), (sh, sw), (ph, pw), (Ho, Wo) = kernel, stride, padding, size
     B, C, H, W = shape
     gxp = np.zeros((B, C, H + 2 * ph, W + 2 * pw), dtype=dtype)
+    disjoint = sh >= kh and sw >= kw
     for i in range(kh):
         for j in range(kw):
-            gxp[:, :, i:i + sh * (Ho - 1) + 1:sh, j:j + sw * (Wo - 1) + 1:sw] += parts(i, j)
+            dest = gxp[:, :, i:i + sh * (Ho - 1) + 1:sh, j:j + sw * (Wo - 1) + 1:sw]
+            if disjoint:
+                parts(i, j, dest)
+            else:
+                dest += parts(i, j, None)
     return gxp[:, :, ph:ph + H, pw:pw + W] if ph or pw else gxp
 
 
@@ -87,8 +94,10 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
 
     def vjp(g):
         g4 = g if g.ndim == 4 else g[None]
-        gx = _scatter_back(lambda i, j: np.where(idx == i * kw + j, g4, 0), shape, g.dtype,
-                           kernel, stride, padding, (Ho, Wo))
+        def part(i, j, out):  # g where offset (i, j) holds the window's maximum, else 0
+            return np.multiply(g4, idx == i * kw + j, out=out)
+
+        gx = _scatter_back(part, shape, g.dtype, kernel, stride, padding, (Ho, Wo))
         return gx if x.ndim == 4 else gx[0]
 
     return (out if x.ndim == 4 else out[0]), vjp
@@ -130,8 +139,10 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
     def vjp(g):
         g4 = g if g.ndim == 4 else g[None]
         share = g4 / n
-        gx = _scatter_back(lambda i, j: share, shape, share.dtype, kernel, stride, padding,
-                           (Ho, Wo))
+        def part(i, j, out):
+            return share if out is None else np.copyto(out, share)
+
+        gx = _scatter_back(part, shape, share.dtype, kernel, stride, padding, (Ho, Wo))
         return gx if x.ndim == 4 else gx[0]
 
     return (out if x.ndim == 4 else out[0]), vjp
