@@ -10,10 +10,12 @@ The model (float32, batch 64, one input channel, 10 classes):
 Configs: A on 8 x 8 images (the digits), B on 28 x 28 (MNIST-sized), C the second
 convolution of B alone (64 x 16 x 14 x 14 -> 32 channels), forward + backward of
 sum(conv * cotangent). Both implementations start from the same weights and the harness
-checks their first losses agree. Timing is train_step.py's: warm-up, then interleaved
+checks their first losses agree. Timing follows train_step.py: warm-up, then interleaved
 round-robin turns (order rotating), a settle period before each turn, median and min ms
 per step, and their minigrad/torch ratios. Threads are pinned (BLAS, torch and minigrad's
-block pool) so that both use the same cores.
+block pool; one each by default), so each step's CPU time (``time.process_time``) is
+also its work: on a shared machine, where the wall time of a step includes waiting for a
+core, the CPU-time ratio is the steadier one, and both are printed.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 from collections import namedtuple
 
 import numpy as np
@@ -29,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from minigrad import F, Tensor, blocks  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import machine_line, run_config  # noqa: E402
+from train_step import machine_line  # noqa: E402
 
 LR = 0.01
 Config = namedtuple("Config", "name image conv_only")
@@ -121,6 +124,40 @@ def pin_threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
+def run_config(cfg, steps, warmup, budget, turn, settle, rounds=None):
+    """{impl: (median wall s, min wall s, median CPU s)} over interleaved turns, and the
+    number of timed steps per implementation."""
+    names = list(steps)
+    losses = {name: steps[name]() for name in names}
+    if max(losses.values()) - min(losses.values()) > 1e-4 * max(1.0, abs(losses[names[0]])):
+        raise AssertionError(f"{cfg.name}: first-step losses disagree: {losses}")
+    first = {}
+    for name in names:
+        t0 = time.perf_counter()
+        for _ in range(warmup):
+            steps[name]()
+        first[name] = (time.perf_counter() - t0) / warmup
+    if rounds is None:
+        per_round = sum(max(settle, t) + turn * t for t in first.values())
+        rounds = int(max(3, min(100, budget / per_round)))
+    wall = {name: [] for name in names}
+    cpu = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            while True:  # settle: the other library's idle threads stop spinning
+                steps[name]()
+                if time.perf_counter() - t0 >= settle:
+                    break
+            for _ in range(turn):
+                w0, c0 = time.perf_counter(), time.process_time()
+                steps[name]()
+                wall[name].append(time.perf_counter() - w0)
+                cpu[name].append(time.process_time() - c0)
+    return {k: (float(np.median(wall[k])), float(np.min(wall[k])), float(np.median(cpu[k])))
+            for k in names}, rounds * turn
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="seconds-long smoke run")
@@ -145,20 +182,23 @@ def main(argv=None) -> int:
         print("skipped (not importable): torch")
     print(f"one step: forward + loss + backward + SGD, float32, batch {BATCH}, "
           f"{args.threads} thread(s) everywhere\n")
-    print(f"{'config':<16} {'impl':<11} {'median ms':>10} {'min ms':>9}")
+    print(f"{'config':<16} {'impl':<11} {'median ms':>10} {'min ms':>9} {'median CPU ms':>14}")
     results = []
     for k in keys:
         res, n = run_config(CONFIGS[k], build(CONFIGS[k], impls), warmup, args.budget, turn,
                             settle, rounds)
         results.append((CONFIGS[k], res))
-        for name, (med, best, _) in res.items():
-            print(f"{CONFIGS[k].name:<16} {name:<11} {med * 1e3:>10.2f} {best * 1e3:>9.2f}")
+        for name, (med, best, cpu) in res.items():
+            print(f"{CONFIGS[k].name:<16} {name:<11} {med * 1e3:>10.2f} {best * 1e3:>9.2f} "
+                  f"{cpu * 1e3:>14.2f}")
         print(f"{'':<16} ({n} timed steps each)")
     if "torch" in impls:
-        print(f"\n{'config':<16} {'minigrad32/torch median':>24} {'min':>6}")
+        print(f"\nminigrad32 / torch (> 1: minigrad is slower)\n"
+              f"{'config':<16} {'median':>7} {'min':>6} {'median CPU':>11}")
         for cfg, res in results:
-            print(f"{cfg.name:<16} {res['minigrad32'][0] / res['torch'][0]:>24.2f} "
-                  f"{res['minigrad32'][1] / res['torch'][1]:>6.2f}")
+            mg, th = res["minigrad32"], res["torch"]
+            print(f"{cfg.name:<16} {mg[0] / th[0]:>7.2f} {mg[1] / th[1]:>6.2f} "
+                  f"{mg[2] / th[2]:>11.2f}")
     print(f"load average after the steps: {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg")
           else "")
     return 0

@@ -193,3 +193,16 @@ def test_every_keyword_combination_runs_on_a_tiny_input():
         ho = (5 + 2 * p - d - 1) // s + 1
         wo = (4 + 2 * p - d - 1) // s + 1
         assert out.shape == (1, 2, ho, wo)
+
+
+def test_cnn_step_benchmark_runs():
+    """benchmarks/cnn_step.py end to end in its --quick mode (no timing is asserted)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "cnn_step.py"),
+                           "--quick", "--configs", "A"], capture_output=True, text=True,
+                          timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "A cnn 8x8" in proc.stdout and "minigrad32" in proc.stdout
