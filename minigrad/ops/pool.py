@@ -80,8 +80,14 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     # ties keep the first; a window with NaN (its output is NaN) ends on its last NaN.
     idx = np.zeros(out.shape, dtype=np.uint8 if kh * kw < 256 else np.intp)
     found = np.zeros(out.shape, dtype=bool)
+    H, W = x4.shape[2] - 2 * ph, x4.shape[3] - 2 * pw
     for k in range(kh * kw):
         hit = part(k) == out
+        if ph or pw:  # a padded -inf never takes the gradient, even from a window of -inf
+            i, j = divmod(k, kw)
+            rows = (np.arange(Ho) * sh + i >= ph) & (np.arange(Ho) * sh + i < ph + H)
+            cols = (np.arange(Wo) * sw + j >= pw) & (np.arange(Wo) * sw + j < pw + W)
+            hit &= rows[:, None] & cols
         hit &= ~found
         found |= hit
         if k:

@@ -76,6 +76,8 @@ TIES = {  # inputs full of equal values: where does each window's gradient go?
                    (2, 3), 1, (1, 1)),
     "integers-rounded": (np.round(rng.standard_normal((2, 3, 6, 6))), 3, 1, 1),
     "zeros-and-negative-padding": (np.zeros((1, 1, 3, 3)) - np.eye(3), 2, 1, 1),
+    "minus-inf-beside-the-padding": (np.array([[[[-np.inf, -np.inf, 1.0], [-np.inf, 2.0, 0.0],
+                                                 [3.0, -np.inf, -np.inf]]]]), 2, 1, 1),
 }
 
 
