@@ -6,7 +6,7 @@ view) and multiplies it by the weight, one GEMM per group; the backward multipli
 and scatter-adds the column gradient onto the input (col2im) in one pass per kernel offset.
 docs/backward.md §20 derives both; §22 derives ``pad``.
 
-``int_tuple`` and ``windows`` are shared with the pooling ops (``pool.py``).
+``int_tuple`` and ``out_size`` are shared with the pooling ops (``pool.py``).
 """
 from __future__ import annotations
 

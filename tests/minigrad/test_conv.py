@@ -78,6 +78,30 @@ def test_matches_torch(sx, sw, kw, dtype):
     _close(mine, theirs, dtype, terms)
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+def test_random_configurations_match_torch():
+    """60 seeded random shapes and arguments (stride, padding, dilation, groups, bias,
+    batched or not) against torch in float64: values and all three gradients."""
+    torch = pytest.importorskip("torch")
+    r = np.random.default_rng(2026)
+    for _ in range(60):
+        groups = int(r.choice([1, 2, 3]))
+        C, O = groups * int(r.integers(1, 3)), groups * int(r.integers(1, 3))
+        kh, kw = (int(k) for k in r.integers(1, 4, 2))
+        dil = tuple(int(d) for d in r.integers(1, 3, 2))
+        stride = tuple(int(s) for s in r.integers(1, 3, 2))
+        pad = "same" if r.random() < 0.15 else tuple(int(p) for p in r.integers(0, 3, 2))
+        if pad == "same":
+            stride = (1, 1)
+        H = int(r.integers(dil[0] * (kh - 1) + 1, 9))
+        W = int(r.integers(dil[1] * (kw - 1) + 1, 9))
+        sx = (C, H, W) if r.random() < 0.2 else (int(r.integers(1, 4)), C, H, W)
+        kw_ = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+        mine, theirs = _torch_pair(F.conv2d, torch.nn.functional.conv2d, sx,
+                                   (O, C // groups, kh, kw), kw_, np.float64)
+        _close(mine, theirs, np.float64, 4 * 9 * 64)
+
+
 def test_bigger_cnn_shapes_match_torch_float32():
     """A benchmark-sized layer (28 x 28, batch 16): many columns per GEMM."""
     torch = pytest.importorskip("torch")

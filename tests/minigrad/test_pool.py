@@ -69,6 +69,30 @@ def test_pools_match_torch(sx, k, s, p, dtype):
         _assert_close(mine, theirs, dtype, terms=4 * 9)
 
 
+def test_random_pool_configurations_match_torch():
+    """50 seeded random shapes, kernels, strides and paddings against torch (float64): max
+    pooling bit for bit (rounded inputs, so ties are common; integer cotangents), average
+    pooling with and without counting the padding to a few ulps."""
+    torch = pytest.importorskip("torch")
+    TF = torch.nn.functional
+    r = np.random.default_rng(2027)
+    for _ in range(50):
+        k = tuple(int(v) for v in r.integers(1, 4, 2))
+        s = None if r.random() < 0.3 else tuple(int(v) for v in r.integers(1, 4, 2))
+        p = tuple(int(r.integers(0, kk // 2 + 1)) for kk in k)
+        H, W = (int(r.integers(kk, 9)) for kk in k)
+        shape = (2, H, W) if r.random() < 0.2 else (int(r.integers(1, 3)), 2, H, W)
+        x = np.round(r.standard_normal(shape) * 2) / 2
+        mine, theirs = _both(lambda t: F.max_pool2d(t, k, s, p),
+                             lambda t: TF.max_pool2d(t, k, s, p), x, integer_cot=True)
+        for a, b in zip(mine, theirs):
+            np.testing.assert_array_equal(a, b)
+        include = bool(r.random() < 0.5)
+        mine, theirs = _both(lambda t: F.avg_pool2d(t, k, s, p, count_include_pad=include),
+                             lambda t: TF.avg_pool2d(t, k, s, p, count_include_pad=include), x)
+        _assert_close(mine, theirs, np.float64, terms=4 * 9)
+
+
 TIES = {  # inputs full of equal values: where does each window's gradient go?
     "all-equal-overlapping": (np.ones((1, 1, 4, 5)), 2, 1, 0),
     "all-equal-padded": (np.full((1, 2, 5, 5), -3.0), 3, 2, 1),
