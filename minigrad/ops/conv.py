@@ -108,7 +108,7 @@ def _conv(x, weight, bias, stride, pads, dilation, groups, op_name):
     Ho, Wo = out_size(op_name, (H, W), pads, (kh, kw), dilation, stride)
     (pt, pb), (pl, pr) = pads
     xp = x
-    if pt + pb + pl + pr:  # zeros and one copy: twice as fast as np.pad
+    if pt + pb + pl + pr:  # zeros and one copy: faster than np.pad
         xp = np.zeros((B, C, H + pt + pb, W + pl + pr), dtype=x.dtype)
         xp[:, :, pt:pt + H, pl:pl + W] = x
     win = windows(xp, (kh, kw), stride, dilation).reshape(B, G, Cg, Ho, Wo, kh, kw)
@@ -129,8 +129,9 @@ def _conv(x, weight, bias, stride, pads, dilation, groups, op_name):
     def vjp_x(g):
         dcols = np.matmul(w3.transpose(0, 2, 1), grad_rows(g))  # (G, K, B·Ho·Wo)
         dcols = dcols.reshape(C, kh, kw, B, Ho, Wo)
-        # col2im in the columns' own (C, B) order (a third faster than adding transposed
-        # blocks into a (B, C) array); the gradient is returned as a transposed view
+        # col2im in the columns' own (C, B) order, so each add reads its block in memory
+        # order (faster than adding transposed blocks into a (B, C) array); the gradient
+        # is returned as a transposed view
         gxp = np.zeros((C, B) + xp.shape[2:], dtype=dcols.dtype)
         (sh, sw), (dh, dw) = stride, dilation
         for i in range(kh):  # each kernel offset adds its columns back, strided
@@ -151,7 +152,7 @@ def _conv(x, weight, bias, stride, pads, dilation, groups, op_name):
 
 @op(arrays=3)
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """out[b, o, p, q] = bias[o] + Σ_{c,i,j} w[o, c, i, j] · xpad[b, g·Cg + c, p·sh + i·dh, q·sw + j·dw]
+    """out[b,o,p,q] = bias[o] + Σ_{c,i,j} w[o,c,i,j] · xpad[b, g·Cg + c, p·sh + i·dh, q·sw + j·dw]
 
     PyTorch's conv2d (a cross-correlation), NCHW: x (B, C, H, W) or unbatched (C, H, W),
     weight (O, C/groups, kh, kw), bias (O,) or None, g = o // (O/groups) the group of
