@@ -4,8 +4,10 @@ from .elementwise import (
     maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
 )
 from .attention import self_attention
+from .conv import conv1d, conv2d, pad
 from .linalg import linear, matmul
 from .nn import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .pool import avg_pool2d, max_pool2d
 from .reduce import max, mean, min, sum, var
 from .shape import (
     broadcast_to, concatenate, expand_dims, getitem, permute, reshape, split, squeeze, stack,
@@ -22,6 +24,7 @@ PUBLIC_OPS = (
     "matmul", "linear",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
     "self_attention",
+    "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
 )
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")

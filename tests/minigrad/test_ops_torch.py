@@ -204,6 +204,21 @@ for red in ("mean", "sum", "none"):
              np.exp(rn(4, 5)) / 3.0)
 
 
+# convolution, pooling, pad (every argument and the tie rules: test_conv.py, test_pool.py)
+case("conv2d", "stride-pad-groups",
+     lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, groups=2),
+     lambda x, w, b: TF.conv2d(x, w, b, stride=2, padding=1, groups=2),
+     rn(2, 4, 6, 5), rn(6, 2, 3, 3), rn(6))
+case("conv1d", "pad-dilation", lambda x, w: F.conv1d(x, w, padding=2, dilation=2),
+     lambda x, w: TF.conv1d(x, w, padding=2, dilation=2), rn(2, 3, 9), rn(4, 3, 3))
+case("max_pool2d", "k3-s2-p1", lambda x: F.max_pool2d(x, 3, 2, 1),
+     lambda x: TF.max_pool2d(x, 3, 2, 1), rn(2, 3, 7, 7))
+case("avg_pool2d", "k3-s2-p1", lambda x: F.avg_pool2d(x, 3, 2, 1),
+     lambda x: TF.avg_pool2d(x, 3, 2, 1), rn(2, 3, 7, 7))
+case("pad", "reflect", lambda x: F.pad(x, ((0, 0), (0, 0), (2, 1), (1, 3)), "reflect"),
+     lambda x: TF.pad(x, (1, 3, 2, 1), mode="reflect"), rn(2, 3, 4, 5))
+
+
 def test_every_public_op_has_a_torch_case():
     assert set(TORCH_CASES) == set(PUBLIC_OPS)
 

@@ -119,6 +119,11 @@ def _bool_catalog():
         "layer_norm": lambda: F.layer_norm(b), "gelu_tanh": lambda: F.gelu_tanh(b),
         "cross_entropy": lambda: F.cross_entropy(b, np.array([0, 1])),
         "self_attention": lambda: F.self_attention(mg.Tensor(np.ones((1, 2, 6), bool)), 2),
+        "conv2d": lambda: F.conv2d(mg.Tensor(np.ones((1, 1, 2, 3), bool)), MASK[None, None, :1, :1]),
+        "conv1d": lambda: F.conv1d(F.expand_dims(b, 0), np.ones((1, 2, 1), bool)),
+        "max_pool2d": lambda: F.max_pool2d(mg.Tensor(MASK[None, None]), 1),
+        "avg_pool2d": lambda: F.avg_pool2d(mg.Tensor(MASK[None, None]), 1),
+        "pad": lambda: F.pad(b, 1),
     }
 
 

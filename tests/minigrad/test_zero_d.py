@@ -90,6 +90,12 @@ def _zero_d_catalog():
                           lambda a, b: F.cross_entropy(v * a, np.array(1), reduction="none")],
         "self_attention": [lambda a, b: F.self_attention(
             F.reshape(F.broadcast_to(a, (6,)), (1, 1, 6)), 2)[0, 0, 0]],
+        "conv2d": [lambda a, b: F.conv2d(F.reshape(a, (1, 1, 1, 1)),
+                                         F.reshape(b, (1, 1, 1, 1)))[0, 0, 0, 0]],
+        "conv1d": [lambda a, b: F.conv1d(F.reshape(a, (1, 1, 1)), F.reshape(b, (1, 1, 1)))[0, 0, 0]],
+        "max_pool2d": [lambda a, b: F.max_pool2d(F.reshape(a, (1, 1, 1, 1)), 1)[0, 0, 0, 0]],
+        "avg_pool2d": [lambda a, b: F.avg_pool2d(F.reshape(a, (1, 1, 1, 1)), 1)[0, 0, 0, 0]],
+        "pad": [lambda a, b: F.pad(F.reshape(a, (1,)), 1)[1]],
     }
 
 

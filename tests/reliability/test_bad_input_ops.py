@@ -57,6 +57,10 @@ SLOT = {
     "layer_norm": F.layer_norm, "gelu_tanh": F.gelu_tanh,
     "cross_entropy": lambda v: F.cross_entropy(v, LABELS),
     "self_attention": lambda v: F.self_attention(v, 1),  # (1, 2, 3): B 1, T 2, D 1
+    "conv1d": lambda v: F.conv1d(v, np.ones((1, 2, 1))),  # (1, 2, 3): B 1, C 2, L 3
+    "conv2d": lambda v: F.conv2d(v, np.ones((1, 1, 1, 1))),  # (1, 1, 2, 3): NCHW
+    "max_pool2d": lambda v: F.max_pool2d(v, 1), "avg_pool2d": lambda v: F.avg_pool2d(v, 1),
+    "pad": lambda v: F.pad(v, 1),
 }
 
 
@@ -65,8 +69,10 @@ def test_the_table_covers_every_public_op():
 
 
 def slot_values(op):
-    if op == "self_attention":
+    if op in ("self_attention", "conv1d"):
         return VALUES.reshape(1, 2, 3).copy()
+    if op in ("conv2d", "max_pool2d", "avg_pool2d"):
+        return VALUES.reshape(1, 1, 2, 3).copy()
     return VALUES.T.copy() if op == "matmul" else VALUES.copy()
 
 

@@ -1,0 +1,268 @@
+"""Convolutions (PyTorch's ``conv1d``/``conv2d``, NCHW) and NumPy's ``pad``, differentiable.
+
+A convolution here is a cross-correlation, as in PyTorch: the kernel is not flipped. The
+forward copies the input's windows into one column matrix (im2col, read through a strided
+view) and multiplies it by the weight, one GEMM per group; the backward multiplies back
+and scatter-adds the column gradient onto the input (col2im) in one pass per kernel offset.
+docs/backward.md §16 derives both; §18 derives ``pad``.
+
+``int_tuple`` and ``out_size`` are shared with the pooling ops (``pool.py``).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..defop import op
+
+__all__ = ["conv1d", "conv2d", "pad"]
+
+
+def int_tuple(value: Any, n: int, op_name: str, name: str, minimum: int) -> tuple[int, ...]:
+    """``value`` (an int, or a tuple/list of ``n`` ints) as a tuple of ``n`` ints >= minimum;
+    otherwise a TypeError or ValueError naming ``op_name`` and the argument ``name``."""
+    what = f"an int >= {minimum}" + (f" or a tuple of {n} of them" if n > 1 else "")
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+    if len(items) != n or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                  for v in items):
+        kind = type(value).__name__
+        raise (ValueError if len(items) != n else TypeError)(
+            f"{op_name} {name}: got {value!r} ({kind}); expected {what}")
+    if any(v < minimum for v in items):
+        raise ValueError(f"{op_name} {name}: got {value!r}; expected {what}")
+    return tuple(int(v) for v in items)
+
+
+def windows(xp: np.ndarray, kernel, stride, dilation) -> np.ndarray:
+    """A read-only view (B, C, Ho, Wo, kh, kw) of the windows of xp (B, C, Hp, Wp):
+    ``view[b, c, p, q, i, j] = xp[b, c, p·sh + i·dh, q·sw + j·dw]``; no copy."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    view = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
+    return view[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def out_size(op_name: str, size, pads, kernel, dilation, stride) -> tuple[int, int]:
+    """(Ho, Wo) = ((H + pads - d·(k - 1) - 1) // s + 1, ...), or a ValueError if a kernel
+    (dilated) is bigger than the padded input."""
+    padded = tuple(n + p0 + p1 for n, (p0, p1) in zip(size, pads))
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(e > n for e, n in zip(span, padded)):
+        raise ValueError(f"{op_name}: got a kernel spanning {span} (kernel {kernel}, dilation "
+                         f"{dilation}) over a padded input of size {padded} (input {size}); "
+                         "expected the kernel to fit inside the padded input")
+    return tuple((n - e) // s + 1 for n, e, s in zip(padded, span, stride))
+
+
+def _conv_padding(padding, kernel, dilation, stride, op_name):
+    """((top, bottom), (left, right)) from an int, a tuple, 'valid' or 'same' (PyTorch's:
+    output size = input size for stride 1; an odd total puts the extra pixel after)."""
+    n = len(kernel)
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * n
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op_name} padding: got 'same' with stride {stride}; expected "
+                                 "stride 1 (PyTorch's rule) or a number for padding")
+            total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+            return tuple((t // 2, t - t // 2) for t in total)
+        raise ValueError(f"{op_name} padding: got {padding!r}; expected 'valid', 'same', "
+                         "an int >= 0 or a tuple of them")
+    return tuple((p, p) for p in int_tuple(padding, n, op_name, "padding", 0))
+
+
+def _check_conv(x, weight, bias, groups, spatial, op_name):
+    names = {1: "(B, C, L) or (C, L)", 2: "(B, C, H, W) or (C, H, W)"}[spatial]
+    if x.ndim not in (spatial + 1, spatial + 2):
+        raise ValueError(f"{op_name} x: got shape {x.shape}; expected {names}")
+    wname = {1: "(O, C/groups, k)", 2: "(O, C/groups, kh, kw)"}[spatial]
+    if weight.ndim != spatial + 2:
+        raise ValueError(f"{op_name} weight: got shape {weight.shape}; expected {wname}")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
+        raise TypeError(f"{op_name} groups: got {groups!r} ({type(groups).__name__}); "
+                        "expected an int >= 1")
+    C, O = x.shape[-spatial - 1], weight.shape[0]
+    if groups < 1 or C % groups or O % groups:
+        raise ValueError(f"{op_name} groups: got {groups} for {C} input and {O} output "
+                         "channels; expected a positive divisor of both")
+    if weight.shape[1] != C // groups:
+        raise ValueError(f"{op_name} weight: got shape {weight.shape} for x of shape {x.shape} "
+                         f"and groups={groups}; expected {wname} with C/groups = {C // groups}")
+    if bias is not None and np.shape(bias) != (O,):
+        raise ValueError(f"{op_name} bias: got shape {np.shape(bias)}; expected ({O},), one "
+                         "per output channel")
+
+
+def _conv(x, weight, bias, stride, pads, dilation, groups, op_name):
+    """The 2-D correlation behind conv1d and conv2d: x (B, C, H, W), weight (O, C/G, kh, kw).
+
+    Returns out (B, O, Ho, Wo) and the three VJPs. The columns are laid out group-major,
+    (G, Cg·kh·kw, B·Ho·Wo), so each group is one GEMM over the whole batch.
+    """
+    B, C, H, W = x.shape
+    O, Cg, kh, kw = weight.shape
+    G, Og, K = groups, O // groups, Cg * kh * kw
+    Ho, Wo = out_size(op_name, (H, W), pads, (kh, kw), dilation, stride)
+    (pt, pb), (pl, pr) = pads
+    xp = x
+    if pt + pb + pl + pr:  # zeros and one copy: faster than np.pad
+        xp = np.zeros((B, C, H + pt + pb, W + pl + pr), dtype=x.dtype)
+        xp[:, :, pt:pt + H, pl:pl + W] = x
+    win = windows(xp, (kh, kw), stride, dilation).reshape(B, G, Cg, Ho, Wo, kh, kw)
+    cols = np.ascontiguousarray(win.transpose(1, 2, 5, 6, 0, 3, 4)).reshape(G, K, B * Ho * Wo)
+    w3 = weight.reshape(G, Og, K)
+    out = np.matmul(w3, cols)  # (G, Og, B·Ho·Wo)
+    out = np.ascontiguousarray(out.reshape(O, B, Ho, Wo).transpose(1, 0, 2, 3))
+    if bias is not None:
+        b = np.reshape(bias, (O, 1, 1))
+        if np.result_type(out, b) == out.dtype:
+            out += b
+        else:  # e.g. integer data with a float bias
+            out = out + b
+
+    def grad_rows(g):  # g (B, O, Ho, Wo) -> (G, Og, B·Ho·Wo), the layout of the product
+        return g.transpose(1, 0, 2, 3).reshape(G, Og, B * Ho * Wo)
+
+    def vjp_x(g):
+        dcols = np.matmul(w3.transpose(0, 2, 1), grad_rows(g))  # (G, K, B·Ho·Wo)
+        dcols = dcols.reshape(C, kh, kw, B, Ho, Wo)
+        # col2im in the columns' own (C, B) order, so each add reads its block in memory
+        # order (faster than adding transposed blocks into a (B, C) array); the gradient
+        # is returned as a transposed view
+        gxp = np.zeros((C, B) + xp.shape[2:], dtype=dcols.dtype)
+        (sh, sw), (dh, dw) = stride, dilation
+        for i in range(kh):  # each kernel offset adds its columns back, strided
+            for j in range(kw):
+                gxp[:, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh,
+                    j * dw:j * dw + sw * (Wo - 1) + 1:sw] += dcols[:, i, j]
+        return gxp[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3)
+
+    def vjp_w(g):  # (cols @ gᵀ)ᵀ: this orientation of the GEMM runs faster than g @ colsᵀ
+        gw = np.matmul(cols, grad_rows(g).transpose(0, 2, 1))  # (G, K, Og)
+        return np.ascontiguousarray(gw.transpose(0, 2, 1)).reshape(weight.shape)
+
+    def vjp_b(g):
+        return np.sum(g, axis=(0, 2, 3))
+
+    return out, (vjp_x, vjp_w, vjp_b)
+
+
+@op(arrays=3)
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """out[b,o,p,q] = bias[o] + Σ_{c,i,j} w[o,c,i,j] · xpad[b, g·Cg + c, p·sh + i·dh, q·sw + j·dw]
+
+    PyTorch's conv2d (a cross-correlation), NCHW: x (B, C, H, W) or unbatched (C, H, W),
+    weight (O, C/groups, kh, kw), bias (O,) or None, g = o // (O/groups) the group of
+    output channel o and Cg = C/groups; xpad is x zero-padded by ``padding`` (an int, a
+    pair, 'valid' or 'same'); ``stride`` and ``dilation`` are ints or pairs. Output
+    (B, O, Ho, Wo) with Ho = (H + 2·ph - dh·(kh - 1) - 1) // sh + 1 (and Wo alike).
+    VJP: x̄ = the transposed convolution of g with w (col2im of wᵀ g), w̄ = the correlation
+    of xpad with g, b̄ = Σ_{b,p,q} g. docs/backward.md §16; tests/minigrad/test_conv.py.
+    """
+    _check_conv(x, weight, bias, groups, 2, "conv2d")
+    stride = int_tuple(stride, 2, "conv2d", "stride", 1)
+    dilation = int_tuple(dilation, 2, "conv2d", "dilation", 1)
+    pads = _conv_padding(padding, weight.shape[2:], dilation, stride, "conv2d")
+    unbatched = x.ndim == 3
+    out, (vx, vw, vb) = _conv(x[None] if unbatched else x, weight, bias, stride, pads,
+                              dilation, int(groups), "conv2d")
+    if unbatched:
+        return out[0], (lambda g: vx(g[None])[0], lambda g: vw(g[None]),
+                        lambda g: vb(g[None]))
+    return out, (vx, vw, vb)
+
+
+@op(arrays=3)
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """out[b, o, t] = bias[o] + Σ_{c,i} w[o, c, i] · xpad[b, g·Cg + c, t·s + i·d]
+
+    PyTorch's conv1d: x (B, C, L) or unbatched (C, L), weight (O, C/groups, k), bias (O,)
+    or None; ``stride``, ``padding`` (or 'valid', 'same') and ``dilation`` are ints. It is
+    conv2d on a height-1 image. VJP: as conv2d's (x̄ a transposed convolution, w̄ a
+    correlation, b̄ = Σ_{b,t} g). docs/backward.md §16; tests/minigrad/test_conv.py.
+    """
+    _check_conv(x, weight, bias, groups, 1, "conv1d")
+    stride = (1,) + int_tuple(stride, 1, "conv1d", "stride", 1)
+    dilation = (1,) + int_tuple(dilation, 1, "conv1d", "dilation", 1)
+    pads = ((0, 0),) + _conv_padding(padding, weight.shape[2:], dilation[1:], stride[1:],
+                                     "conv1d")
+    x4 = x[:, :, None] if x.ndim == 3 else x[None, :, None]
+    out, (vx, vw, vb) = _conv(x4, weight[:, :, None], bias, stride, pads, dilation,
+                              int(groups), "conv1d")
+    lead = (slice(None),) if x.ndim == 3 else (0,)
+
+    def g4(g):
+        return g[:, :, None] if x.ndim == 3 else g[None, :, None]
+
+    return out[lead + (slice(None), 0)], (lambda g: vx(g4(g))[lead + (slice(None), 0)],
+                                          lambda g: vw(g4(g))[:, :, 0],
+                                          lambda g: vb(g4(g)))
+
+
+# ---- pad --------------------------------------------------------------------------------------
+_PAD_MODES = ("constant", "reflect", "edge")
+
+
+def _pad_pairs(pad_width, shape):
+    """NumPy's pad_width (an int, a pair, or one pair per axis) as ((before, after), ...)."""
+    arr = np.asarray(pad_width) if not isinstance(pad_width, np.ndarray) else pad_width
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"pad pad_width: got {pad_width!r}; expected integers: an int, a pair "
+                        "(before, after) or one pair per axis")
+    try:
+        pairs = np.broadcast_to(arr, (len(shape), 2))
+    except ValueError:
+        raise ValueError(f"pad pad_width: got {pad_width!r} for an array of shape {shape}; "
+                         f"expected an int, a pair or {len(shape)} pairs") from None
+    if np.any(pairs < 0):
+        raise ValueError(f"pad pad_width: got {pad_width!r}; expected no negative widths")
+    return [(int(b), int(a)) for b, a in pairs]
+
+
+@op(arrays=1)
+def pad(x, pad_width, mode="constant", value=0.0):
+    """y = x padded as ``np.pad(x, pad_width, mode)``: 'constant' (with ``value``),
+    'reflect' (mirrored without repeating the edge, PyTorch's 'reflect') or 'edge'
+    (PyTorch's 'replicate'). ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair
+    (before, after) for every axis, or one pair per axis, first axis first.
+    VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
+    g added back onto the element it copies. docs/backward.md §18; tests/minigrad/test_pool.py.
+    """
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        raise (ValueError if isinstance(mode, str) else TypeError)(
+            f"pad mode: got {mode!r}; expected one of {', '.join(_PAD_MODES)}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"pad value: got {value!r} ({type(value).__name__}); expected a number")
+    if mode != "constant" and value != 0:
+        raise ValueError(f"pad value: got {value!r} with mode {mode!r}; expected value only "
+                         "with mode 'constant'")
+    pairs = _pad_pairs(pad_width, x.shape)
+    for axis, (n, (b, a)) in enumerate(zip(x.shape, pairs)):
+        if mode != "constant" and n == 0 and b + a:
+            raise ValueError(f"pad pad_width: got {pairs[axis]} for empty axis {axis} with mode "
+                             f"{mode!r}; expected 0 (there is nothing to copy)")
+    kw = {"constant_values": value} if mode == "constant" else {}
+    y = np.pad(x, pairs, mode=mode, **kw)
+    shape = x.shape
+
+    def vjp(g):
+        for axis, (n, (b, a)) in enumerate(zip(shape, pairs)):
+            if b + a == 0:
+                continue
+            lead = (slice(None),) * axis
+            inner = g[lead + (slice(b, b + n),)]
+            if mode == "constant":
+                g = inner
+                continue
+            # the source index of every output position along this axis, by NumPy's own rule
+            src = np.pad(np.arange(n), (b, a), mode=mode)
+            outside = np.r_[0:b, b + n:b + n + a]
+            g_axis = inner.copy()
+            np.add.at(g_axis, lead + (src[outside],), np.take(g, outside, axis=axis))
+            g = g_axis
+        return g
+
+    return y, vjp
