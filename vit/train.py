@@ -28,6 +28,7 @@ import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
+from .augment import random_affine
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
@@ -64,6 +65,10 @@ class TrainOptions:
     warmup: float | None = None  # share of the steps spent warming up
     mixup: float = 0.2  # Beta(alpha, alpha); 0 disables
     shift: int = 0  # random translation by up to this many pixels (edges replicated)
+    # random affine per image (vit/augment.py), bilinear, raw pixel value 0 outside
+    rotate: float = 0.0  # degrees, uniform in [-rotate, rotate]
+    scale: float = 0.0  # zoom factor uniform in [1 - scale, 1 + scale]
+    translate: float = 0.0  # pixels (sub-pixel), uniform in [-translate, translate] per axis
     label_smoothing: float = 0.0
     probe: bool = False  # head only: TinyViT.train_step's linear probe (plain SGD)
     seed: int = 0
@@ -179,11 +184,16 @@ def random_shift(x: np.ndarray, pixels: int, rng: np.random.Generator) -> np.nda
 
 
 def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np.ndarray,
-                num_classes: int, rng: np.random.Generator) -> tuple[float, int]:
-    """One step on a batch; returns (loss, correct predictions against the dominant label)."""
+                num_classes: int, rng: np.random.Generator,
+                fill: np.ndarray | float = 0.0) -> tuple[float, int]:
+    """One step on a batch; returns (loss, correct predictions against the dominant label).
+    ``fill``: what the affine augmentation reads outside the image (per channel)."""
     target = y
     if o.shift:
         x = random_shift(x, o.shift, rng)
+    if o.rotate or o.scale or o.translate:
+        x = random_affine(x, rng, rotate=o.rotate, scale=o.scale, translate=o.translate,
+                          fill=fill)
     if o.mixup > 0:
         mixed = mixup(x, y, num_classes, alpha=o.mixup, rng=rng)
         x, target = mixed.x, mixed.y
@@ -272,6 +282,9 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     dtype = model.dtype
     x_train, x_test = normalizer(data.x_train, dtype), normalizer(data.x_test, dtype)
     y_train, y_test = data.y_train, data.y_test
+    # bilinear interpolation commutes with the per-channel normalization, so augmenting the
+    # normalized images with this fill is augmenting the raw ones with zero fill
+    fill = normalizer(np.zeros((1, *data.image_shape[:1], 1, 1)), dtype)[0, :, 0, 0]
     steps = math.ceil(len(x_train) / o.batch_size)
     optimizer, schedule = build_optimizer(o, model, steps)
     if ck:
@@ -312,7 +325,7 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
                     lr = optimizer.lr
                     with np.errstate(over="ignore", invalid="ignore"):  # checked below
                         loss, hits = _train_step(model, optimizer, o, x_train[idx],
-                                                 y_train[idx], data.num_classes, rng)
+                                                 y_train[idx], data.num_classes, rng, fill)
                     if not math.isfinite(loss):
                         raise TrainingDiverged(
                             f"the training loss became {loss} at epoch {epoch}, step {i + 1} "
