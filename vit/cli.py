@@ -1,4 +1,4 @@
-"""The command line: ``python -m vit {train,crossval,eval,plot,gradcheck}`` (also the ``vit`` script).
+"""The command line: ``python -m vit {train,crossval,eval,plot,gradcheck}`` (also ``vit``).
 
 Usage errors (unknown options, bad values, unreadable files) exit with status 2 and one
 line on stderr; a run that diverges, or cannot write (a full disk), exits with status 1.
