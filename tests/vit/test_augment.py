@@ -156,7 +156,7 @@ def test_training_with_affine_augmentation_is_seeded_and_changes_the_run(tmp_pat
     def final(name, **kw):
         return train(_tiny(**kw), tmp_path / name, quiet=True, log=lambda _: None)[-1]
 
-    plain = final("plain")
+    plain = final("plain", rotate=0.0, scale=0.0, translate=0.0)
     a = final("a", rotate=10.0, scale=0.1, translate=0.5)
     b = final("b", rotate=10.0, scale=0.1, translate=0.5)
     assert a == {**b, "seconds": a["seconds"]}
@@ -172,3 +172,11 @@ def test_the_cli_rejects_bad_augmentation_values(tmp_path, capsys):
         err = capsys.readouterr().err
         assert info.value.code == 2 and args[0] in err and args[1] in err, err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_checkpoint_saved_before_the_affine_options_resumes_without_augmentation():
+    saved = {k: v for k, v in TrainOptions().__dict__.items()
+             if k not in ("rotate", "scale", "translate")}
+    old = TrainOptions.from_dict(saved)
+    assert (old.rotate, old.scale, old.translate) == (0.0, 0.0, 0.0)
+    assert TrainOptions.from_dict(TrainOptions().__dict__) == TrainOptions()
