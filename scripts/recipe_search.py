@@ -157,7 +157,7 @@ def run_one(options: list[str], seed: int, out: Path, data: Path | None,
 def run_candidate(name: str, options: list[str], seeds: list[int], root: Path,
                   data: Path | None) -> dict:
     slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
-    runs = [run_one(options, s, root / f"{slug}-s{s}", data) for s in seeds]
+    runs = [run_one(OLD_DEFAULT + options, s, root / f"{slug}-s{s}", data) for s in seeds]
     accs = [r["acc"] for r in runs]
     return {"name": name, "flags": " ".join(options), "accs": accs,
             "median": statistics.median(accs), "mean": statistics.fmean(accs),
