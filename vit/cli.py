@@ -1,4 +1,4 @@
-"""The command line: ``python -m vit {train,eval,plot,gradcheck}`` (also the ``vit`` script).
+"""The command line: ``python -m vit {train,crossval,eval,plot,gradcheck}`` (also ``vit``).
 
 Usage errors (unknown options, bad values, unreadable files) exit with status 2 and one
 line on stderr; a run that diverges, or cannot write (a full disk), exits with status 1.
@@ -41,6 +41,22 @@ natural = _number(int, lambda v: v >= 0, "an integer >= 0")
 positive = _number(float, lambda v: v > 0, "a positive number")
 nonnegative = _number(float, lambda v: v >= 0, "a number >= 0")
 fraction = _number(float, lambda v: 0 <= v < 1, "a number in [0, 1)")
+
+
+def seed_list(text: str) -> list[int]:
+    """``0,1,2`` -> [0, 1, 2]: distinct integers >= 0, at most 100."""
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds) or len(seeds) > 100:
+        raise argparse.ArgumentTypeError(f"got {text!r}; expected distinct integers >= 0 "
+                                         "separated by commas, e.g. 0,1,2 (at most 100)")
+    return seeds
+
+
+seed_list.__name__ = "comma-separated seeds"
+degrees = _number(float, lambda v: 0 <= v <= 180, "a number of degrees in [0, 180]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,6 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"mixup Beta(alpha, alpha); 0 disables (default {d.mixup})")
     t.add_argument("--shift", type=natural, default=None, metavar="PIXELS",
                    help=f"random translation by up to PIXELS (default {d.shift})")
+    t.add_argument("--rotate", type=degrees, default=None, metavar="DEG",
+                   help=f"random rotation in [-DEG, DEG] degrees per image, bilinear, raw "
+                   f"pixels 0 outside (default {d.rotate:g})")
+    t.add_argument("--scale", type=fraction, default=None, metavar="FRACTION",
+                   help=f"random zoom by a factor in [1 - FRACTION, 1 + FRACTION] per image "
+                   f"(default {d.scale:g})")
+    t.add_argument("--translate", type=nonnegative, default=None, metavar="PIXELS",
+                   help=f"random sub-pixel translation in [-PIXELS, PIXELS] per axis and image "
+                   f"(default {d.translate:g})")
     t.add_argument("--label-smoothing", type=fraction, default=None, metavar="EPS",
                    help=f"(default {d.label_smoothing})")
     t.add_argument("--probe", action="store_true", default=None,
@@ -125,6 +150,25 @@ def build_parser() -> argparse.ArgumentParser:
                    "spans --epochs)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
+
+    c = sub.add_parser("crossval", help="stratified k-fold cross-validation of a recipe",
+                       description="Cross-validate the training options: stratified k-fold "
+                       "over the data (the bundled digits: train and test parts merged), one "
+                       "run per fold and seed, scored on its held-out fold at the last epoch; "
+                       "writes OUT/crossval.json.")
+    names = {f.name for f in fields(TrainOptions)} - {"seed"}
+    for action in t._actions:  # the training options of `train`, shared (--seed -> --seeds)
+        if action.dest in names:
+            c._add_action(action)
+    c.add_argument("--folds", type=positive_int, default=5, help="k (default 5; at least 2)")
+    c.add_argument("--seeds", type=seed_list, default=[0, 1, 2], metavar="S,S,...",
+                   help="a run per fold and seed (default 0,1,2)")
+    c.add_argument("--out", type=Path, default=Path("runs") / "crossval", metavar="DIR",
+                   help="folder of the folds, runs and crossval.json (default runs/crossval)")
+    c.add_argument("--resume", action="store_true", help="continue the runs in OUT")
+    c.add_argument("--overwrite", action="store_true", help="start over in a used OUT")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=cmd_crossval)
 
     e = sub.add_parser("eval", help="accuracy and confusion matrix of a checkpoint")
     e.add_argument("checkpoint", type=Path, metavar="CHECKPOINT")
@@ -183,6 +227,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"done: epoch {last['epoch']}/{options.epochs}, test accuracy "
               f"{100 * last['test_acc']:.2f}% (loss {last['test_loss']:.4f}), {seconds:.1f}s "
               f"for {len(history)} epochs; run folder {out}")
+    return 0
+
+
+def cmd_crossval(args: argparse.Namespace) -> int:
+    from .crossval import crossval
+
+    crossval(TrainOptions(**_given(args)), args.out, folds=args.folds, seeds=args.seeds,
+             resume=args.resume, overwrite=args.overwrite, quiet=args.quiet)
     return 0
 
 

@@ -25,7 +25,8 @@ BAD_VALUES = {
     "a number in [0, 1)": ["1", "-0.1", "inf"],
 }
 #: what a subcommand needs besides the bad option (its positionals)
-NEEDS = {"train": [], "eval": ["missing.npz"], "plot": ["missing-run"], "gradcheck": []}
+NEEDS = {"train": [], "crossval": [], "eval": ["missing.npz"], "plot": ["missing-run"],
+         "gradcheck": []}
 
 
 def _subparsers():

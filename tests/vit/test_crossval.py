@@ -1,0 +1,169 @@
+"""vit.crossval: stratified folds (a partition, balanced per class, deterministic) and the
+``crossval`` command end to end on a tiny set (structure of crossval.json, test folds never
+in a run's training data, normalization from the training folds only, resume, bad input)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from vit.checkpoint import load_checkpoint
+from vit.cli import main
+from vit.crossval import merged, stratified_folds
+from vit.data import Normalizer, load_digits
+from vit.npz import load_npz
+from vit.train import TrainOptions, evaluate
+
+LABELS = {
+    "digits": load_digits().y_train,
+    "unbalanced": np.repeat(np.arange(4), [50, 7, 13, 1]),
+    "one class": np.zeros(23, np.int64),
+    "gaps": np.array([9, 3, 3, 9, 9, 9, 0, 3, 9, 0, 0, 3] * 3),
+}
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 10])
+@pytest.mark.parametrize("name", list(LABELS))
+def test_folds_partition_the_examples_with_balanced_classes(name, k):
+    y = LABELS[name]
+    fold = stratified_folds(y, k, seed=4)
+    assert fold.shape == y.shape and fold.dtype == np.int64
+    tests = [np.flatnonzero(fold == i) for i in range(k)]
+    everything = np.concatenate(tests)
+    assert len(everything) == len(y) and np.array_equal(np.sort(everything), np.arange(len(y)))
+    sizes = np.array([len(t) for t in tests])
+    assert sizes.max() - sizes.min() <= 1
+    for c in np.unique(y):
+        per_fold = np.array([np.sum(y[t] == c) for t in tests])
+        assert per_fold.max() - per_fold.min() <= 1, (c, per_fold)
+
+
+def test_folds_are_a_deterministic_function_of_the_labels_and_the_seed():
+    y = LABELS["digits"]
+    before = y.copy()
+    a, b = stratified_folds(y, 5, seed=1), stratified_folds(y, 5, seed=1)
+    assert np.array_equal(a, b) and np.array_equal(y, before)
+    assert not np.array_equal(a, stratified_folds(y, 5, seed=2))
+    # shuffled within each class: not the round-robin of the original order
+    assert not np.array_equal(a[y == 0], np.arange(np.sum(y == 0)) % 5)
+
+
+@pytest.mark.parametrize("y, k, words", [
+    (np.zeros((3, 2), np.int64), 2, ["(N,)"]),
+    (np.array([0.0, 1.0]), 2, ["float64"]),
+    (np.arange(10), 1, ["--folds", "1", ">= 2"]),
+    (np.arange(10), True, ["--folds"]),
+    (np.arange(3), 4, ["--folds 4", "3 examples"]),
+])
+def test_bad_fold_arguments_are_named(y, k, words):
+    with pytest.raises(ValueError) as info:
+        stratified_folds(y, k)
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+@pytest.fixture
+def small_set(tmp_path):
+    """60 images of 3 classes, 8x8, as a user .npz without a test part."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 20)
+    x = rng.normal(size=(60, 8, 8)).astype(np.float32) + y[:, None, None]
+    path = tmp_path / "small.npz"
+    np.savez(path, x=x, y=y)
+    return path
+
+
+TINY = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--epochs", "2", "--batch-size", "16",
+        "--rotate", "5", "--quiet"]
+
+
+def run(args, capsys):
+    try:
+        status = main([str(a) for a in args])
+    except SystemExit as e:
+        status = e.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_a_tiny_crossval_run(small_set, tmp_path, capsys):
+    out = tmp_path / "cv"
+    status, stdout, err = run(["crossval", "--data", small_set, "--folds", "2", "--seeds", "3",
+                               "--out", out, *TINY], capsys)
+    assert status == 0, err
+    result = json.loads((out / "crossval.json").read_text())
+    assert stdout.strip() == result["summary"] and "2 folds x 1 seed" in stdout
+    assert result["images"] == 60 and result["folds"] == 2 and result["seeds"] == [3]
+    assert result["options"]["epochs"] == 2 and result["options"]["rotate"] == 5.0
+    assert [(r["fold"], r["seed"]) for r in result["runs"]] == [(0, 3), (1, 3)]
+    x_all = np.concatenate([load_npz(out / f"fold{i}.npz")["x_test"] for i in range(2)])
+    assert len(x_all) == 60
+    accs = []
+    for r in result["runs"]:
+        ck = load_checkpoint(out / r["run"] / "checkpoint.npz")
+        assert ck.epoch == 2 and ck.options["seed"] == 3
+        fold = load_npz(ck.options["data"])  # the run's own data file
+        train_i, test_i = fold["train_index"], fold["test_index"]
+        assert len(np.intersect1d(train_i, test_i)) == 0 and len(train_i) + len(test_i) == 60
+        assert r["test_n"] == len(test_i) == 30
+        # no test image among the training images (compared by content, not by index)
+        seen = {row.tobytes() for row in fold["x"]}
+        assert not any(row.tobytes() in seen for row in fold["x_test"])
+        # normalization statistics of the training part only
+        fitted = Normalizer.fit(fold["x"])
+        assert np.array_equal(ck.normalizer.mean, fitted.mean)
+        # the accuracy recorded is that of the checkpoint on its held-out fold
+        _, acc, _ = evaluate(ck.model, ck.normalizer(fold["x_test"]), fold["y_test"])
+        assert acc == r["test_acc"]
+        accs.append(acc)
+    assert result["mean"] == pytest.approx(np.mean(accs), abs=1e-12)
+    assert result["std"] == pytest.approx(np.std(accs, ddof=1), abs=1e-12)
+    assert result["per_seed"]["3"]["fold_acc"] == accs
+
+    # a used OUT is refused before anything changes; --resume finds the runs complete
+    mtime = (out / "crossval.json").stat().st_mtime_ns
+    status, _, err = run(["crossval", "--data", small_set, "--folds", "2", "--seeds", "3",
+                          "--out", out, *TINY], capsys)
+    assert status == 2 and "--resume" in err and err.count("\n") == 1
+    assert (out / "crossval.json").stat().st_mtime_ns == mtime
+    status, stdout, err = run(["crossval", "--data", small_set, "--folds", "2", "--seeds", "3",
+                               "--out", out, "--resume", *TINY], capsys)
+    assert status == 0, err
+    assert json.loads((out / "crossval.json").read_text())["runs"] == result["runs"]
+    # other options than the saved runs': refused
+    status, _, err = run(["crossval", "--data", small_set, "--folds", "2", "--seeds", "3",
+                          "--out", out, "--resume", *TINY, "--lr", "0.1"], capsys)
+    assert status == 2 and "options differ" in err
+
+
+def test_the_bundled_digits_are_merged():
+    data = load_digits()
+    x, y = merged(data)
+    assert len(y) == 1797 and np.array_equal(y[:len(data.y_train)], data.y_train)
+    assert np.array_equal(x[len(data.y_train):], data.x_test)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--seeds", "1,1"], ["--seeds", "1,1"]),
+    (["--seeds", "-1"], ["--seeds", "-1"]),
+    (["--seeds", "a,b"], ["--seeds", "a,b"]),
+    (["--seeds", ""], ["--seeds"]),
+    (["--folds", "1"], ["--folds", "1"]),
+    (["--patch-size", "3"], ["--patch-size 3"]),
+])
+def test_bad_crossval_input_exits_2_without_writing(args, words, tmp_path, capsys):
+    out = tmp_path / "cv"
+    status, _, err = run(["crossval", "--out", out, *TINY, *args], capsys)
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert all(w in err for w in words), err
+    assert not out.exists()
+
+
+def test_train_options_and_crossval_share_every_training_option():
+    from vit.cli import build_parser
+    import argparse
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    dests = {a.dest for a in sub.choices["crossval"]._actions}
+    fields = set(TrainOptions.__dataclass_fields__) - {"seed"}
+    assert fields <= dests

@@ -1,0 +1,173 @@
+"""Stratified k-fold cross-validation: the folds, one training run per fold and seed, a summary.
+
+``python -m vit crossval`` (see ``vit/cli.py``) calls :func:`crossval`. The data set (the
+bundled digits with their train and test parts merged, 1,797 images, or any ``--data``) is
+cut into ``k`` stratified folds by :func:`stratified_folds`, a pure function of the labels
+and a seed. For every fold and seed, :func:`vit.train.train` trains on the other folds
+(normalization statistics included) and is evaluated, at its last epoch, on the held-out
+fold, which nothing else sees. Layout of ``OUT`` (default ``runs/crossval``)::
+
+    OUT/fold{i}.npz           fold i as a training data file: x, y (the other folds), x_test,
+                              y_test (fold i), train_index, test_index (into the merged set)
+    OUT/fold{i}-seed{s}/      the run: python -m vit train --data OUT/fold{i}.npz --seed s ...
+    OUT/crossval.json         per fold and seed accuracy, mean and std over folds, the options
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from tqdm import tqdm
+
+from .data import Dataset
+from .atomic import write_atomic
+from .npz import load_npz, save_npz_atomic
+from .train import CHECKPOINT, METRICS, TrainOptions, build_model, build_optimizer, load_task
+from .train import read_metrics, train
+
+__all__ = ["FOLD_SEED", "stratified_folds", "merged", "fold_dataset", "crossval", "summarize"]
+
+#: The seed of the fold assignment (fixed before any run, like ``vit.data.SPLIT_SEED``).
+FOLD_SEED = 0
+RESULT = "crossval.json"
+
+
+def stratified_folds(y: np.ndarray, k: int, seed: int = FOLD_SEED) -> np.ndarray:
+    """The fold (0..k-1) of every example, (N,) int64: each class is shuffled and dealt out
+    round-robin, continuing where the previous class stopped, so every class's count differs
+    by at most 1 between folds, and so does every fold's size."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        raise ValueError(f"stratified_folds y: got dtype {y.dtype} shape {y.shape}; expected "
+                         "integer labels of shape (N,)")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise ValueError(f"--folds: got {k!r}; expected an integer >= 2")
+    if len(y) < k:
+        raise ValueError(f"--folds {k}: only {len(y)} examples; expected at least one per fold")
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(y), np.int64)
+    start = 0
+    for c in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == c))
+        fold[members] = (start + np.arange(len(members))) % k
+        start = (start + len(members)) % k
+    return fold
+
+
+def merged(data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y): the training and test parts of ``data`` as one set, training part first."""
+    return (np.concatenate([data.x_train, data.x_test]),
+            np.concatenate([data.y_train, data.y_test]))
+
+
+def fold_dataset(x: np.ndarray, y: np.ndarray, fold: np.ndarray, i: int,
+                 name: str = "fold") -> tuple[Dataset, dict]:
+    """(Dataset, arrays for its .npz): fold ``i`` as the test part, the others as training."""
+    test = np.flatnonzero(fold == i)
+    train_index = np.flatnonzero(fold != i)
+    num_classes = int(y.max()) + 1
+    data = Dataset(x[train_index], y[train_index], x[test], y[test], num_classes, name)
+    arrays = dict(x=data.x_train, y=data.y_train, x_test=data.x_test, y_test=data.y_test,
+                  train_index=train_index, test_index=test)
+    return data, arrays
+
+
+def _seeds(seeds) -> list[int]:
+    seeds = list(seeds)
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0
+                        for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds: got {seeds!r}; expected distinct integers >= 0")
+    return [int(s) for s in seeds]
+
+
+def summarize(acc: dict[int, list[float]]) -> dict:
+    """Mean and standard deviation over folds (sample std, ddof 1), per seed and overall.
+
+    acc: seed -> the accuracy of every fold. Overall, each fold's accuracy is first averaged
+    over the seeds; ``median_over_seeds`` is the median of the per-seed means."""
+    per_seed = {s: {"fold_acc": a, "mean": statistics.fmean(a),
+                    "std": statistics.stdev(a) if len(a) > 1 else 0.0} for s, a in acc.items()}
+    by_fold = [statistics.fmean(col) for col in zip(*acc.values())]
+    return {"per_seed": per_seed, "mean": statistics.fmean(by_fold),
+            "std": statistics.stdev(by_fold) if len(by_fold) > 1 else 0.0,
+            "median_over_seeds": statistics.median(p["mean"] for p in per_seed.values())}
+
+
+def _write_json(path: Path, value: dict) -> None:
+    write_atomic(path, lambda f: f.write(json.dumps(value, indent=1).encode("utf-8")))
+
+
+def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
+             seeds=(0, 1, 2), resume: bool = False, overwrite: bool = False,
+             quiet: bool = False, log: Callable[[str], None] = print) -> dict:
+    """Stratified k-fold CV of ``options`` (its data; ``options.seed`` is replaced by each of
+    ``seeds``): one :func:`vit.train.train` run per fold and seed in ``out``, each scored at
+    its last epoch on its held-out fold. Returns (and writes to ``out/crossval.json``) the
+    accuracies, :func:`summarize` of them, the options and a one-line ``summary``."""
+    seeds = _seeds(seeds)
+    source = load_task(options)  # bad data fails before any file is written
+    x, y = merged(source)
+    fold = stratified_folds(y, folds, FOLD_SEED)
+    base = replace(options, task="digits", data=None, seed=seeds[0]).resolved()
+    first, _ = fold_dataset(x, y, fold, 0)
+    build_optimizer(base, build_model(base, first), 1)  # bad options fail here, not after files
+    out = Path(out)
+    runs = [(i, s, out / f"fold{i}-seed{s}") for i in range(folds) for s in seeds]
+    used = [r for _, _, r in runs if (r / CHECKPOINT).exists()] + \
+        [out / RESULT] * (out / RESULT).exists()
+    if used and not (resume or overwrite):
+        raise ValueError(f"--out {out} already holds a cross-validation ({used[0]}); pass "
+                         "--resume to continue it or --overwrite to start again")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+    for i in range(folds):
+        path = out / f"fold{i}.npz"
+        _, arrays = fold_dataset(x, y, fold, i)
+        if resume and path.exists():
+            saved = load_npz(path)
+            if not all(k in saved and np.array_equal(saved[k], v) for k, v in arrays.items()):
+                raise ValueError(f"--resume: {path} holds other folds than this data and "
+                                 f"--folds {folds} give; start a new --out")
+        else:
+            save_npz_atomic(path, arrays)
+    acc: dict[int, list[float]] = {s: [0.0] * folds for s in seeds}
+    records = []
+    bar = tqdm(runs, disable=quiet, unit="run", dynamic_ncols=True, leave=False)
+    try:
+        for i, s, run in bar:
+            bar.set_description(f"fold {i + 1}/{folds} seed {s}")
+            o = replace(base, data=str(out / f"fold{i}.npz"), seed=s)
+            train(o, run, resume=resume and (run / CHECKPOINT).exists(), overwrite=overwrite,
+                  quiet=True, log=lambda _: None)
+            last = read_metrics(run / METRICS)[-1]
+            if last["epoch"] != o.epochs:
+                raise ValueError(f"{run / METRICS}: ends at epoch {last['epoch']}; expected "
+                                 f"{o.epochs} (a run stopped early; continue it with --resume)")
+            acc[s][i] = last["test_acc"]
+            records.append({"fold": i, "seed": s, "test_acc": last["test_acc"],
+                            "test_n": int(np.sum(fold == i)), "run": run.name})
+            bar.set_postfix(acc=f"{statistics.fmean(r['test_acc'] for r in records):.4f}",
+                            refresh=False)
+    finally:
+        bar.close()
+    stats = summarize(acc)
+    per_seed = " / ".join(f"{100 * stats['per_seed'][s]['mean']:.2f}" for s in seeds)
+    summary = (f"crossval: {folds} folds x {len(seeds)} seed{'s' * (len(seeds) > 1)} on "
+               f"{source.name} ({len(y)} images): accuracy {100 * stats['mean']:.2f}% +- "
+               f"{100 * stats['std']:.2f} (mean +- std over folds); per seed {per_seed}; median "
+               f"over seeds {100 * stats['median_over_seeds']:.2f}%; {out / RESULT}")
+    result = {"data": source.name, "images": int(len(y)), "folds": folds,
+              "fold_seed": FOLD_SEED, "seeds": seeds,
+              "options": {k: v for k, v in asdict(base).items() if k not in ("data", "seed")},
+              "runs": records, **stats, "summary": summary}
+    result["per_seed"] = {str(s): v for s, v in result["per_seed"].items()}
+    _write_json(out / RESULT, result)
+    log(summary)
+    return result
