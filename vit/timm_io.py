@@ -199,7 +199,7 @@ def _expected(key: str, value: Any, get) -> str | None:
         if value == _FIXED[key] and type(value) is type(_FIXED[key]):
             return None
         return f"TinyViT needs {_FIXED[key]!r}" + (f" ({_WHY[key]})" if key in _WHY else "")
-    if key.endswith("drop_rate"):
+    if key.endswith("_rate"):
         return None if number and value == 0 else "TinyViT has no dropout (expected 0)"
     if key.endswith("_layer") and key != "act_layer" or key == "block_fn":
         return None if value is None else ("expected it left out (TinyViT has timm's default "
@@ -257,6 +257,8 @@ def _settings(config: Mapping) -> dict[str, Any]:
         raise ValueError(f"from_timm config: img_size {s['img_size']} and embed_dim "
                          f"{s['embed_dim']} must be multiples of patch_size {s['patch_size']} "
                          f"and num_heads {s['num_heads']}")
+    if s["depth"] != 1 and "depth" not in inspect.signature(TinyViT).parameters:
+        raise ValueError(f"from_timm config depth: got {s['depth']}; this TinyViT has one block")
     pre = get("preprocessing")
     if pre is not None:
         _preprocessing(pre, s["in_chans"])
@@ -342,12 +344,9 @@ def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
         if np.any(arrays.pop(key) != 0):
             raise ValueError(f"from_timm state_dict {key!r}: a nonzero bias, which TinyViT's "
                              "attention does not have (it has no bias there)")
-    depth = s.pop("depth")
     del s["qkv_bias"]
-    if "depth" in inspect.signature(TinyViT).parameters:
-        s["depth"] = depth
-    elif depth != 1:
-        raise ValueError(f"from_timm config depth: got {depth}; this TinyViT has one block")
+    if "depth" not in inspect.signature(TinyViT).parameters:
+        del s["depth"]
     model = TinyViT(**s, dtype=dtype if dtype is not None else dtypes[0])
     P, C = s["patch_size"], s["in_chans"]
     state = {}
