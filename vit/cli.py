@@ -302,7 +302,7 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .timm_io import CONFIG, WEIGHTS, export_timm
+    from .timm_files import CONFIG, WEIGHTS, export_timm
 
     model, folder = export_timm(args.checkpoint, args.out)
     c = model.config
@@ -313,7 +313,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .timm_io import import_timm
+    from .timm_files import import_timm
 
     model = import_timm(args.folder, args.out)
     print(f"wrote {args.out}: TinyViT {model.config}, {model.dtype} (load it with TinyViT.load;"

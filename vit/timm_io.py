@@ -1,4 +1,5 @@
-"""TinyViT to timm's ``VisionTransformer`` and back, without torch (docs/export.md).
+"""TinyViT to timm's ``VisionTransformer`` and back, in memory and without torch
+(docs/export.md; the files are vit/timm_files.py).
 
 ``to_timm(model)`` gives the state dict in timm's names and layouts plus ``config``: the keyword
 arguments of ``timm.models.vision_transformer.VisionTransformer`` that build the same network,
@@ -8,18 +9,15 @@ per-channel mean and std the model was trained with, or None). ``from_timm`` is 
 and refuses, naming it, the first setting TinyViT cannot represent. Every transform is a
 transpose or reshape, so a round trip is exact to the bit.
 
-Layouts: our Linear weights are (in, out) (``x @ W``), timm's (out, in); our patch projection
-is (P·P·C, D) over patches flattened as (p1, p2, c), timm's a stride-P Conv2d weight (D, C, P, P).
+Layouts: our Linear weights are (in, out) (``x @ W``), timm's (out, in); our patch
+projection is (P·P·C, D) over patches flattened as (p1, p2, c), timm's a stride-P Conv2d
+weight (D, C, P, P).
 """
 from __future__ import annotations
 
 import inspect
-import json
 import math
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -30,12 +28,7 @@ from .block import Attention, Block, Mlp
 from .data import Normalizer
 from .model import TinyViT
 
-__all__ = ["to_timm", "from_timm", "export_timm", "read_timm", "import_timm", "load_model",
-           "WEIGHTS", "CONFIG"]
-
-WEIGHTS, CONFIG = "model.safetensors", "config.json"
-MAX_CONFIG_BYTES = 1 << 20
-MAX_WEIGHTS_BYTES = 4 << 30
+__all__ = ["to_timm", "from_timm"]
 
 # Our name (top level, or inside a block) -> (timm's name, layout).
 _TOP = {"cls_token": ("cls_token", "same"), "pos_embed": ("pos_embed", "same"),
@@ -103,19 +96,18 @@ def _our_to_timm(name: str) -> tuple[str, str, int | None]:
 
 
 def _to_layout(a: np.ndarray, layout: str, P: int, C: int) -> np.ndarray:
-    if layout == "linear":  # (in, out) -> (out, in)
-        a = a.T
-    elif layout == "patch":  # (P·P·C, D) over (p1, p2, c) -> Conv2d (D, C, P, P)
-        a = a.reshape(P, P, C, a.shape[1]).transpose(3, 2, 0, 1)
-    return np.ascontiguousarray(a)
+    """Ours -> timm's: Linear (in, out) -> (out, in); patch (P·P·C, D) over (p1, p2, c) ->
+    Conv2d (D, C, P, P). A new contiguous array."""
+    if layout == "patch":
+        return np.ascontiguousarray(a.reshape(P, P, C, a.shape[1]).transpose(3, 2, 0, 1))
+    return np.ascontiguousarray(a.T if layout == "linear" else a)
 
 
 def _from_layout(a: np.ndarray, layout: str, P: int, C: int) -> np.ndarray:
-    if layout == "linear":
-        a = a.T
-    elif layout == "patch":  # (D, C, P, P) -> (p1, p2, c, D) -> (P·P·C, D)
-        a = a.transpose(2, 3, 1, 0).reshape(P * P * C, a.shape[0])
-    return np.ascontiguousarray(a)
+    """The inverse of :func:`_to_layout`: Conv2d (D, C, P, P) -> (p1, p2, c, D) -> (P·P·C, D)."""
+    if layout == "patch":
+        return np.ascontiguousarray(a.transpose(2, 3, 1, 0).reshape(P * P * C, a.shape[0]))
+    return np.ascontiguousarray(a.T if layout == "linear" else a)
 
 
 def to_timm(model: TinyViT, normalizer: Normalizer | None = None
@@ -157,17 +149,24 @@ def to_timm(model: TinyViT, normalizer: Normalizer | None = None
         state[f"blocks.{i}.attn.proj.bias"] = np.zeros(D, dtype=model.dtype)
     config = dict(
         img_size=cfg["img_size"], patch_size=P, in_chans=C, num_classes=cfg["num_classes"],
-        embed_dim=D, depth=depth, num_heads=cfg["num_heads"], mlp_ratio=_mlp_ratio(D, cfg["mlp_dim"]),
-        qkv_bias=False, proj_bias=True, qk_norm=False, init_values=None, class_token=True,
-        global_pool="token", pos_embed="learn" if cfg["use_pos_emb"] else "none",
-        no_embed_class=False, reg_tokens=0, pre_norm=False, final_norm=True, fc_norm=False,
-        act_layer="gelu_tanh", norm_eps=_eps(model),
+        embed_dim=D, depth=depth, num_heads=cfg["num_heads"],
+        mlp_ratio=_mlp_ratio(D, cfg["mlp_dim"]), qkv_bias=False, proj_bias=True, qk_norm=False,
+        init_values=None, class_token=True, global_pool="token",
+        pos_embed="learn" if cfg["use_pos_emb"] else "none", no_embed_class=False,
+        reg_tokens=0, pre_norm=False, final_norm=True, fc_norm=False, act_layer="gelu_tanh",
+        norm_eps=_eps(model),
         preprocessing=None if normalizer is None else
         {"mean": [float(v) for v in normalizer.mean], "std": [float(v) for v in normalizer.std]})
     return state, config
 
 
 # ---- import ----------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    """repr, cut short: names and values come from files and may be huge."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _size(config: dict, name: str) -> int:
     value = config.get(name, _DEFAULTS[name])
     if name in ("img_size", "patch_size") and isinstance(value, (list, tuple)) and \
@@ -175,7 +174,7 @@ def _size(config: dict, name: str) -> int:
         value = value[0]  # timm takes a square size as an int or a pair
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or \
             not 0 < value <= _LIMITS[name]:
-        raise ValueError(f"from_timm config {name}: got {value!r}; expected an integer in "
+        raise ValueError(f"from_timm config {name}: got {_show(value)}; expected an integer in "
                          f"[1, {_LIMITS[name]}]" + (" (a square size)" if "size" in name else ""))
     return int(value)
 
@@ -234,7 +233,7 @@ def _settings(config: Mapping) -> dict[str, Any]:
         raise TypeError(f"from_timm config: got {type(config).__name__}; expected a dict")
     for key in config:
         if key not in _DEFAULTS:
-            raise ValueError(f"from_timm config {key!r}: not a VisionTransformer argument this "
+            raise ValueError(f"from_timm config {_show(key)}: not a VisionTransformer argument this "
                              "importer knows")
     get = lambda k: config.get(k, _DEFAULTS[k])  # noqa: E731 (absent: timm's default)
     for key in _DEFAULTS:
@@ -242,16 +241,16 @@ def _settings(config: Mapping) -> dict[str, Any]:
         expected = _expected(key, value, get)
         if expected is not None:
             shown = f"missing (timm's default {value!r} applies)" if key not in config else \
-                f"got {value!r}"
+                f"got {_show(value)}"
             raise ValueError(f"from_timm config {key}: {shown}; {expected}")
     s = {name: _size(config, name) for name in _LIMITS}
     ratio = get("mlp_ratio")
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or \
             not 0 < ratio <= 1 << 10:
-        raise ValueError(f"from_timm config mlp_ratio: got {ratio!r}; expected a positive number")
+        raise ValueError(f"from_timm config mlp_ratio: got {_show(ratio)}; expected a positive number")
     hidden = int(s["embed_dim"] * ratio)  # exactly as timm's Block computes the MLP width
     if hidden < 1:
-        raise ValueError(f"from_timm config mlp_ratio: got {ratio!r}; int(embed_dim * "
+        raise ValueError(f"from_timm config mlp_ratio: got {_show(ratio)}; int(embed_dim * "
                          f"mlp_ratio) = {hidden}, expected at least 1")
     if s["img_size"] % s["patch_size"] or s["embed_dim"] % s["num_heads"]:
         raise ValueError(f"from_timm config: img_size {s['img_size']} and embed_dim "
@@ -264,8 +263,8 @@ def _settings(config: Mapping) -> dict[str, Any]:
         _preprocessing(pre, s["in_chans"])
     return dict(img_size=s["img_size"], patch_size=s["patch_size"], in_chans=s["in_chans"],
                 dim=s["embed_dim"], num_heads=s["num_heads"], mlp_dim=hidden,
-                num_classes=s["num_classes"], use_pos_emb=get("pos_embed") == "learn", depth=s["depth"],
-                qkv_bias=get("qkv_bias"))
+                num_classes=s["num_classes"], use_pos_emb=get("pos_embed") == "learn",
+                depth=s["depth"], qkv_bias=get("qkv_bias"))
 
 
 def _preprocessing(pre: Any, channels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -274,7 +273,7 @@ def _preprocessing(pre: Any, channels: int) -> tuple[np.ndarray, np.ndarray]:
     if not ok or mean.shape != (channels,) or std.shape != (channels,) or \
             mean.dtype.kind not in "iuf" or std.dtype.kind not in "iuf" or \
             not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
-        raise ValueError(f"from_timm config preprocessing: got {pre!r}; expected null or "
+        raise ValueError(f"from_timm config preprocessing: got {_show(pre)}; expected null or "
                          f"{{'mean': [{channels} numbers], 'std': [{channels} positive numbers]}}")
     return mean.astype(np.float64), std.astype(np.float64)
 
@@ -319,7 +318,7 @@ def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
     for key in state_dict:
         if key not in shapes:
             hint = next((what for part, what in _KEY_HINTS if part in str(key)), None)
-            raise ValueError(f"from_timm state_dict {key!r}: " + (
+            raise ValueError(f"from_timm state_dict {_show(key)}: " + (
                 f"{hint}, which TinyViT does not have" if hint else
                 "unknown entry; expected only the parameters of the configured model"))
     missing = [k for k in shapes if k not in state_dict]
@@ -356,121 +355,4 @@ def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
     if arrays:  # TinyViT and _timm_shapes disagree: a model change this module missed
         raise ValueError(f"from_timm: timm parameters {sorted(arrays)} found no place in TinyViT")
     model.load_state_dict(state)
-    return model
-
-
-# ---- files -------------------------------------------------------------------------------
-def _safetensors():
-    try:
-        import safetensors.numpy
-    except ImportError:
-        raise ImportError("timm export/import needs the safetensors package: pip install "
-                          "'minigrad-vit[export]'") from None
-    return safetensors.numpy
-
-
-def load_model(path: str | os.PathLike) -> tuple[TinyViT, Normalizer | None]:
-    """A training checkpoint (it has a ``format`` entry) or a model saved by ``TinyViT.save``,
-    with the checkpoint's normalizer (None for a saved model)."""
-    from .checkpoint import load_checkpoint
-    from .npz import load_npz
-
-    if "format" in load_npz(path):
-        ck = load_checkpoint(path)
-        return ck.model, ck.normalizer
-    return TinyViT.load(path), None
-
-
-def _out_dir(path: str | os.PathLike) -> Path:
-    out = Path(path)
-    if out.is_symlink():
-        raise ValueError(f"--out {out}: a symbolic link; expected a real folder (writes never "
-                         "follow links)")
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a folder; expected a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    for name in (WEIGHTS, CONFIG):
-        if (out / name).is_dir() and not (out / name).is_symlink():
-            raise ValueError(f"--out {out}: {name} there is a folder; expected a file or nothing")
-    return out
-
-
-def _write_atomic(folder: Path, name: str, data: bytes) -> None:
-    """A temp file in ``folder``, fsync, rename onto ``folder/name`` (replacing a link there,
-    never writing through it), fsync the folder. (vit/npz.py does the same for ``.npz``.)"""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, folder / name)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def export_timm(source: str | os.PathLike, out: str | os.PathLike) -> tuple[TinyViT, Path]:
-    """Write ``out/model.safetensors`` and ``out/config.json`` for the model in ``source``."""
-    st = _safetensors()
-    model, normalizer = load_model(source)
-    state, config = to_timm(model, normalizer)
-    folder = _out_dir(out)
-    _write_atomic(folder, WEIGHTS, st.save(state, metadata={"format": "pt"}))
-    _write_atomic(folder, CONFIG, (json.dumps(config, indent=2, allow_nan=False) + "\n")
-                  .encode())
-    return model, folder
-
-
-def _read_config(path: Path) -> dict:
-    with open(path, "rb") as f:
-        text = f.read(MAX_CONFIG_BYTES + 1)
-    if len(text) > MAX_CONFIG_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; expected a small JSON "
-                         "object")
-
-    def refuse(constant: str):
-        raise ValueError(f"{constant} is not a number")
-    try:
-        config = json.loads(text, parse_constant=refuse)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: a JSON {type(config).__name__}; expected an object")
-    return config
-
-
-def read_timm(folder: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
-    """(state dict, config) from ``folder/model.safetensors`` and ``folder/config.json``."""
-    st = _safetensors()
-    folder = Path(folder)
-    if not folder.is_dir():
-        what = "does not exist" if not folder.exists() else "is not a folder"
-        raise (FileNotFoundError if not folder.exists() else ValueError)(
-            f"{folder} {what}; expected a folder with {WEIGHTS} and {CONFIG}")
-    for name in (WEIGHTS, CONFIG):
-        if not (folder / name).is_file():
-            raise FileNotFoundError(f"{folder / name}: no such file; expected {WEIGHTS} and "
-                                    f"{CONFIG} as `vit export --to timm` writes")
-    config = _read_config(folder / CONFIG)
-    weights = folder / WEIGHTS
-    if weights.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise ValueError(f"{weights}: larger than {MAX_WEIGHTS_BYTES} bytes")
-    try:
-        state = st.load_file(str(weights))
-    except Exception as e:  # SafetensorError and friends: a corrupt or foreign file
-        raise ValueError(f"{weights}: not a readable safetensors file ({e})") from None
-    return state, config
-
-
-def import_timm(folder: str | os.PathLike, out: str | os.PathLike) -> TinyViT:
-    """Read the two files of ``folder``, build the TinyViT and save it to ``out`` (``.npz``)."""
-    model = from_timm(*read_timm(folder))
-    model.save(out)
     return model

@@ -330,3 +330,9 @@ def test_cli_refuses_bad_input_with_one_line(tmp_path, capsys):
     os.unlink(tmp_path / "t" / "model.safetensors")
     one_line_error(*run(imp, capsys)[::2], "model.safetensors", "no such file")
     assert not (tmp_path / "back.npz").exists()
+
+
+def test_refusals_cut_names_and_values_from_files_short():
+    state, config = to_timm(perturbed())
+    assert len(refusal({**state, "x" * 10**6: np.zeros(1)}, config, "unknown")) < 300
+    assert len(refusal(state, {**config, "act_layer": "y" * 10**6}, "act_layer")) < 300

@@ -23,7 +23,8 @@ from timm.models.vision_transformer import VisionTransformer  # noqa: E402
 from vit import TinyViT, from_timm  # noqa: E402
 from vit.checkpoint import save_checkpoint  # noqa: E402
 from vit.data import Normalizer  # noqa: E402
-from vit.timm_io import export_timm, to_timm  # noqa: E402
+from vit.timm_files import export_timm  # noqa: E402
+from vit.timm_io import to_timm  # noqa: E402
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
 README = Path(__file__).resolve().parents[2] / "README.md"
