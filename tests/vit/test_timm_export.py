@@ -336,3 +336,34 @@ def test_refusals_cut_names_and_values_from_files_short():
     state, config = to_timm(perturbed())
     assert len(refusal({**state, "x" * 10**6: np.zeros(1)}, config, "unknown")) < 300
     assert len(refusal(state, {**config, "act_layer": "y" * 10**6}, "act_layer")) < 300
+
+
+def test_blocks_map_by_index_and_their_count_must_match_the_depth():
+    """A model holding its blocks as ``blocks.0.``, ``blocks.1.``, ... (as a deeper TinyViT
+    may) maps block by block; a depth that disagrees with the blocks is refused."""
+    from minigrad.nn import ModuleList
+    from vit.block import Block
+
+    model = perturbed()
+    del model.block
+    model.blocks = ModuleList([Block(16, 2, 32, rng=np.random.default_rng(i)) for i in range(3)])
+    model.config["depth"] = 3
+    state, config = to_timm(model)
+    assert config["depth"] == 3
+    for i in range(3):
+        np.testing.assert_array_equal(state[f"blocks.{i}.mlp.fc2.weight"],
+                                      model.blocks[i].mlp.fc2.weight.data.T)
+    assert not any(k.startswith("blocks.3") for k in state)
+    model.config["depth"] = 2
+    with pytest.raises(ValueError, match="depth 2"):
+        to_timm(model)
+
+
+def test_round_trip_depth_3_once_tinyvit_has_depth():
+    import inspect
+    if "depth" not in inspect.signature(TinyViT).parameters:
+        pytest.skip("TinyViT has no depth parameter yet; this runs once it has")
+    model = perturbed({**CFGS[2], "depth": 3})
+    state, config = to_timm(model)
+    assert config["depth"] == 3 and "blocks.2.attn.qkv.weight" in state
+    assert_same_bits(model, from_timm(state, config))
