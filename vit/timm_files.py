@@ -48,7 +48,10 @@ def _out_dir(path: str | os.PathLike) -> Path:
                          "follow links)")
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a folder; expected a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # under a file, or no permission
+        raise ValueError(f"--out {out}: not a writable folder ({e.strerror})") from None
     for name in (WEIGHTS, CONFIG):
         if (out / name).is_dir() and not (out / name).is_symlink():
             raise ValueError(f"--out {out}: {name} there is a folder; expected a file or nothing")

@@ -43,7 +43,8 @@ _IN_BLOCK = {"norm1.weight": "same", "norm1.bias": "same", "attn.qkv.weight": "l
 _BLOCK = re.compile(r"(?:block|blocks\.(0|[1-9][0-9]{0,3}))\.(.+)")
 _MODULES = (TinyViT, Block, Attention, Mlp, Linear, LayerNorm, ModuleList)
 
-# timm's defaults of the VisionTransformer arguments this module reads (timm 1.0.31).
+# timm 1.0.31's defaults of the VisionTransformer arguments this module reads, and of our two
+# keys: no norm_eps means timm's LayerNorm eps, 1e-6.
 _DEFAULTS: dict[str, Any] = dict(
     img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="token",
     embed_dim=768, depth=12, num_heads=12, mlp_ratio=4.0, qkv_bias=True, qk_norm=False,

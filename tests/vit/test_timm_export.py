@@ -68,6 +68,11 @@ def test_round_trip_in_memory_is_bit_exact(cfg, dtype):
         assert v.tobytes() == before[k].tobytes()
     assert json.dumps(config) == snapshot[1]  # from_timm leaves its inputs alone
     assert all(state[k].tobytes() == v.tobytes() for k, v in snapshot[0].items())
+    kept = {k: v.copy() for k, v in back.state_dict().items()}
+    for v in state.values():  # neither model shares memory with the exported arrays
+        v += 1
+    assert_same_bits(model, back)
+    assert all(back.state_dict()[k].tobytes() == v.tobytes() for k, v in kept.items())
 
 
 def test_config_holds_timm_arguments_for_the_same_network():
@@ -312,6 +317,7 @@ def test_cli_refuses_bad_input_with_one_line(tmp_path, capsys):
     assert os.listdir(tmp_path / "real") == []
     (tmp_path / "file").write_text("x")
     one_line_error(*run(export + [tmp_path / "file"], capsys)[::2], "not a folder")
+    one_line_error(*run(export + [tmp_path / "file" / "sub"], capsys)[::2], "not a writable")
     (tmp_path / "notnpz.npz").write_text("hello")
     one_line_error(*run(["export", tmp_path / "notnpz.npz", "--to", "timm", "--out",
                          tmp_path / "o"], capsys)[::2], "notnpz.npz")
