@@ -63,6 +63,9 @@ def _write_atomic(folder: Path, name: str, data: bytes) -> None:
     never writing through it), fsync the folder. (vit/npz.py does the same for ``.npz``.)"""
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     try:
+        mask = os.umask(0)  # mkstemp makes 0600; these files are for sharing: 0666 & ~umask
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -273,6 +273,10 @@ def test_cli_export_then_import_is_bit_exact(tmp_path, capsys, saved):
     code, text, err = run(["export", source, "--to", "timm", "--out", out], capsys)
     assert (code, err) == (0, "") and "model.safetensors" in text
     assert sorted(os.listdir(out)) == ["config.json", "model.safetensors"]  # no temp files
+    mask = os.umask(0)
+    os.umask(mask)
+    for name in os.listdir(out):  # readable as any new file is, not mkstemp's 0600
+        assert os.stat(out / name).st_mode & 0o777 == 0o666 & ~mask
     config = json.loads((out / "config.json").read_text())
     want = {"mean": [0.5, 1.0, 2.0], "std": [3.0, 4.0, 5.0]} if saved == "checkpoint" else None
     assert config["preprocessing"] == want
