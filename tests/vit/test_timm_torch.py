@@ -121,10 +121,11 @@ def test_a_timm_model_comes_back_to_the_same_logits(cfg):
 
 
 def test_the_readme_lines_build_the_same_classifier(tmp_path):
-    """The README's snippet, run as written (only the folder and the images substituted)."""
+    """The README's snippet, run as written (only the folder and the images substituted).
+    It is fenced ```py, not ```python: tests/test_readme.py runs those without torch."""
     text = README.read_text()
     section = text[text.index("### Export to timm and back"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code = re.search(r"```py\n(.*?)```", section, re.S).group(1)
     assert "runs/digits-timm" in code
     model = perturbed(CONFIGS[2], np.float64)
     mean, std = np.array([0.5, 1.0, 2.0]), np.array([2.0, 3.0, 4.0])
