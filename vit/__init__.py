@@ -5,6 +5,7 @@
 from .block import Attention, Block, Mlp, attention, mlp, vit_block
 from .losses import Mixed, cross_entropy, mixup, one_hot
 from .model import TinyViT, patchify, unpatchify
+from .timm_io import from_timm
 
 __all__ = ["vit_block", "TinyViT", "patchify", "unpatchify", "Attention", "Mlp", "Block",
            "attention", "mlp", "cross_entropy", "mixup", "one_hot", "Mixed"]

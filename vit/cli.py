@@ -191,6 +191,23 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--fast", action="store_true", help="random directions, not every element")
     g.add_argument("--seed", type=natural, default=0)
     g.set_defaults(func=cmd_gradcheck)
+
+    x = sub.add_parser("export", help="write a model as timm files (safetensors + config.json)",
+                       description="Write DIR/model.safetensors and DIR/config.json: the "
+                       "weights and keyword arguments of timm's VisionTransformer that computes "
+                       "the same logits (docs/export.md).")
+    x.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
+                   help="a training checkpoint or a model saved by TinyViT.save")
+    x.add_argument("--to", required=True, choices=["timm"], help="the target library")
+    x.add_argument("--out", required=True, type=Path, metavar="DIR", help="the folder to write")
+    x.set_defaults(func=cmd_export)
+
+    i = sub.add_parser("import", help="build a model from timm files, saved as one .npz",
+                       description="Read DIR/model.safetensors and DIR/config.json (timm's "
+                       "VisionTransformer) and save the same network with TinyViT.save.")
+    i.add_argument("folder", type=Path, metavar="DIR")
+    i.add_argument("--out", required=True, type=Path, metavar="MODEL.npz")
+    i.set_defaults(func=cmd_import)
     return parser
 
 
@@ -337,6 +354,26 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
         print(f"problem: {problem}")
     print("gradcheck " + ("passed" if report.ok else "FAILED"))
     return 0 if report.ok else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .timm_files import CONFIG, WEIGHTS, export_timm
+
+    model, folder = export_timm(args.checkpoint, args.out)
+    c = model.config
+    print(f"wrote {folder / WEIGHTS} and {folder / CONFIG}: timm VisionTransformer, depth "
+          f"{c.get('depth', 1)}, embed_dim {c['dim']}, {c['num_heads']} heads, "
+          f"{model.num_parameters()} parameters in {model.dtype}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .timm_files import import_timm
+
+    model = import_timm(args.folder, args.out)
+    print(f"wrote {args.out}: TinyViT {model.config}, {model.dtype} (load it with TinyViT.load;"
+          " the normalizer stays in config.json's preprocessing)")
+    return 0
 
 
 def _blas_threads(n: int):

@@ -26,7 +26,7 @@ BAD_VALUES = {
 }
 #: what a subcommand needs besides the bad option (its positionals)
 NEEDS = {"train": [], "crossval": [], "eval": ["missing.npz"], "plot": ["missing-run"],
-         "gradcheck": []}
+         "gradcheck": [], "export": ["missing.npz"], "import": ["missing-dir"]}
 
 
 def _subparsers():
