@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .atomic import write_atomic
 from .data import Normalizer
+from .files import open_regular
 from .model import TinyViT
 from .timm_io import from_timm, to_timm
 
@@ -58,28 +59,8 @@ def _out_dir(path: str | os.PathLike) -> Path:
     return out
 
 
-def _write_atomic(folder: Path, name: str, data: bytes) -> None:
-    """A temp file in ``folder``, fsync, rename onto ``folder/name`` (replacing a link there,
-    never writing through it), fsync the folder. (vit/npz.py does the same for ``.npz``.)"""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        mask = os.umask(0)  # mkstemp makes 0600; these files are for sharing: 0666 & ~umask
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, folder / name)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _write(folder: Path, name: str, data: bytes) -> None:
+    write_atomic(folder / name, lambda f: f.write(data))
 
 
 def export_timm(source: str | os.PathLike, out: str | os.PathLike) -> tuple[TinyViT, Path]:
@@ -88,18 +69,21 @@ def export_timm(source: str | os.PathLike, out: str | os.PathLike) -> tuple[Tiny
     model, normalizer = load_model(source)
     state, config = to_timm(model, normalizer)
     folder = _out_dir(out)
-    _write_atomic(folder, WEIGHTS, st.save(state, metadata={"format": "pt"}))
-    _write_atomic(folder, CONFIG, (json.dumps(config, indent=2, allow_nan=False) + "\n")
-                  .encode())
+    _write(folder, WEIGHTS, st.save(state, metadata={"format": "pt"}))
+    _write(folder, CONFIG, (json.dumps(config, indent=2, allow_nan=False) + "\n").encode())
     return model, folder
 
 
+def _read_bounded(path: Path, limit: int, what: str) -> bytes:
+    with open_regular(path, what) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit:,} bytes; expected a {what} that fits")
+    return data
+
+
 def _read_config(path: Path) -> dict:
-    with open(path, "rb") as f:
-        text = f.read(MAX_CONFIG_BYTES + 1)
-    if len(text) > MAX_CONFIG_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; expected a small JSON "
-                         "object")
+    text = _read_bounded(path, MAX_CONFIG_BYTES, "timm config (a small JSON object)")
 
     def refuse(constant: str):
         raise ValueError(f"{constant} is not a number")
@@ -121,15 +105,14 @@ def read_timm(folder: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
         raise (FileNotFoundError if not folder.exists() else ValueError)(
             f"{folder} {what}; expected a folder with {WEIGHTS} and {CONFIG}")
     for name in (WEIGHTS, CONFIG):
-        if not (folder / name).is_file():
+        if not (folder / name).exists():  # anything else there is refused when it is read
             raise FileNotFoundError(f"{folder / name}: no such file; expected {WEIGHTS} and "
                                     f"{CONFIG} as `vit export --to timm` writes")
     config = _read_config(folder / CONFIG)
     weights = folder / WEIGHTS
-    if weights.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise ValueError(f"{weights}: larger than {MAX_WEIGHTS_BYTES} bytes")
+    data = _read_bounded(weights, MAX_WEIGHTS_BYTES, "safetensors file")
     try:
-        state = st.load_file(str(weights))
+        state = st.load(data)
     except Exception as e:  # SafetensorError and friends: a corrupt or foreign file
         raise ValueError(f"{weights}: not a readable safetensors file ({e})") from None
     return state, config

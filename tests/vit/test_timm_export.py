@@ -375,3 +375,17 @@ def test_round_trip_depth_3_once_tinyvit_has_depth():
     state, config = to_timm(model)
     assert config["depth"] == 3 and "blocks.2.attn.qkv.weight" in state
     assert_same_bits(model, from_timm(state, config))
+
+
+@needs_st
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
+def test_import_refuses_a_fifo_in_place_of_either_file_without_blocking(tmp_path, capsys, name):
+    model = perturbed(CFGS[0], np.float32)
+    model.save(tmp_path / "m.npz")
+    out = tmp_path / "timm"
+    assert run(["export", tmp_path / "m.npz", "--to", "timm", "--out", out], capsys)[0] == 0
+    (out / name).unlink()
+    os.mkfifo(out / name)
+    code, _, err = run(["import", out, "--out", tmp_path / "back.npz"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "regular" in err, err
+    assert not (tmp_path / "back.npz").exists()
