@@ -124,3 +124,23 @@ def test_the_same_tensor_twice_names_the_position_without_a_vjp():
     x = rg([3.0])
     with refused("scaled", "s"):
         scaled(x, x)
+
+
+def test_every_op_case_gives_each_floating_input_a_gradient(mg_op_case):
+    """The sweep over every public op (tests/minigrad/conftest.py's case table): with every
+    floating input a Tensor that requires grad, each one gets a gradient after backward, or
+    the call is refused by name. None is left with .grad None."""
+    case = mg_op_case
+    ts = [mg.Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in case.inputs]
+    try:
+        out = case.fn(*ts)
+    except TypeError as e:
+        assert "a Tensor that requires grad, but" in str(e)
+        return
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    loss = sum(o.sum() for o in outs if o.requires_grad)
+    if isinstance(loss, mg.Tensor):
+        loss.backward()
+    for i, t in enumerate(ts):
+        if t.requires_grad:
+            assert t.grad is not None, f"{case.id}: input {i} requires grad and got none"
