@@ -110,6 +110,20 @@ def weakly_typed(args: list, operands: int | None = None) -> None:
             args[i] = x.item()
 
 
+def _numbers_as_arrays(args: Sequence[Any], raw: list, checked: list) -> None:
+    """Replace, in place, the numbers at an op's array positions by 0-d arrays, when none of
+    those positions holds an array: ``F.sum(3.5)`` is ``np.sum(3.5)``, for a forward that
+    reads ``.ndim``. A NumPy scalar keeps its dtype (``F.sum(np.float32(1))`` is float32);
+    next to one, a Python number stays a weakly typed number, as in NumPy."""
+    scalars = any(i < len(args) and isinstance(args[i], np.generic) for i, _, _ in checked)
+    for i, _, _ in checked:
+        if i < len(raw) and isinstance(raw[i], (bool, int, float)):
+            if isinstance(args[i], np.generic):
+                raw[i] = np.asarray(args[i])
+            elif not scalars:
+                raw[i] = np.asarray(raw[i])
+
+
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
            params: Sequence[str] = ()) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
@@ -322,6 +336,7 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 else:
                     zero_d = True
             raw.append(a)
+        numbers = False
         for i, param, optional in checked:
             if i < len(raw):
                 a = raw[i]
@@ -330,8 +345,16 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 if a is None and optional:
                     continue
                 raw[i] = a = as_array_input(a, opname, param)
-                if type(a) is np.ndarray and a.shape:  # a nested list, now an array
+                if type(a) is not np.ndarray:
+                    numbers = True
+                elif a.shape:  # a nested list, now an array
                     dims = True
+        if numbers:  # a number stands for a 0-d array when no array input is an array
+            for i, _, _ in checked:
+                if i < len(raw) and type(raw[i]) is np.ndarray:
+                    break
+            else:
+                _numbers_as_arrays(args, raw, checked)
         if zero_d and dims:
             weakly_typed(raw, operands)
         out, vjps = forward(*raw, **kwargs)
