@@ -116,8 +116,11 @@ def test_extremum_with_nothing_to_reduce_is_refused(name, shape, axis):
         getattr(F, name)(np.zeros(shape), axis=axis)
 
 
-@pytest.mark.parametrize("shape, axis", [((3, 0), 1), ((3, 0), None), ((0,), None), ((2, 0, 4), (0, 1))])
+@pytest.mark.parametrize("shape, axis", [((3, 0), 1), ((3, 0), None), ((0, 3), None), ((0,), None),
+                                         ((2, 0, 4), (0, 1))])
 def test_logsumexp_of_an_empty_slice_is_minus_inf(shape, axis):
+    """The log of an empty sum, as torch.logsumexp and np.logaddexp.reduce (identity -inf);
+    it used to be NumPy's "zero-size array to reduction operation maximum"."""
     t = mg.Tensor(np.zeros(shape), requires_grad=True)
     out = F.logsumexp(t, axis=axis)
     want = np.logaddexp.reduce(np.zeros(shape), axis=axis)  # identity -inf
