@@ -14,8 +14,9 @@ Every built-in op is written this way, and so can yours::
 The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
 by its ``.data``, every NumPy scalar by the Python number it holds, and, when an array input
 has dimensions, every 0-d array (a 0-d Tensor's too) by the Python number it holds: so none
-of them promotes a float32 tensor to float64; everything else is passed through unchanged)
-and returns
+of them promotes a float32 tensor to float64; when no declared array input (``arrays=``)
+is an array, a number there becomes a 0-d array instead, so ``F.sum(3.5)`` can read
+``.ndim``; everything else is passed through unchanged) and returns
 ``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
 output's gradient ``g`` to that argument's gradient (a single function when only the first
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
