@@ -14,13 +14,16 @@ Every built-in op is written this way, and so can yours::
 The forward receives plain NumPy arrays (every positional ``Tensor`` argument is replaced
 by its ``.data``, every NumPy scalar by the Python number it holds, and, when an array input
 has dimensions, every 0-d array (a 0-d Tensor's too) by the Python number it holds: so none
-of them promotes a float32 tensor to float64; everything else is passed through unchanged)
-and returns
+of them promotes a float32 tensor to float64; when no declared array input (``arrays=``)
+is an array, a number there becomes a 0-d array instead, so ``F.sum(3.5)`` can read
+``.ndim``; everything else is passed through unchanged) and returns
 ``(output, vjps)``. ``vjps`` is one function per positional argument, in order, mapping the
 output's gradient ``g`` to that argument's gradient (a single function when only the first
 argument is differentiable; ``None`` for a position that is not). The engine calls a VJP
 only when its argument is a Tensor that requires grad, sums its result back to the
-argument's shape if the forward broadcast it, and casts it to the argument's dtype.
+argument's shape if the forward broadcast it, and casts it to the argument's dtype. A
+Tensor that requires grad at a position with no VJP is a TypeError naming the op and the
+parameter (when the result is floating): its gradient is never dropped without a word.
 
 A forward may return several outputs as a tuple ``((out_0, out_1, ...), vjps)``: the op
 then returns a tuple of Tensors, and each VJP receives the tuple of cotangents
@@ -108,17 +111,35 @@ def weakly_typed(args: list, operands: int | None = None) -> None:
             args[i] = x.item()
 
 
-def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tuple:
+def _numbers_as_arrays(args: Sequence[Any], raw: list, checked: list) -> None:
+    """Replace, in place, the numbers at an op's array positions by 0-d arrays, when none of
+    those positions holds an array: ``F.sum(3.5)`` is ``np.sum(3.5)``, for a forward that
+    reads ``.ndim``. A NumPy scalar keeps its dtype (``F.sum(np.float32(1))`` is float32);
+    next to one, a Python number stays a weakly typed number, as in NumPy."""
+    scalars = any(i < len(args) and isinstance(args[i], np.generic) for i, _, _ in checked)
+    for i, _, _ in checked:
+        if i < len(raw) and isinstance(raw[i], (bool, int, float)):
+            if isinstance(args[i], np.generic):
+                raw[i] = np.asarray(args[i])
+            elif not scalars:
+                raw[i] = np.asarray(raw[i])
+
+
+def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
+           params: Sequence[str] = ()) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
 
     ``inputs[i]`` pairs with ``vjps[i]``; only pairs whose input is a Tensor requiring grad
-    become edges of the graph. The node also notes the version of every Tensor input and of
-    the output, which ``backward`` checks. A tuple ``out`` is several outputs: the result
-    is a tuple of Tensors, and each VJP gets a tuple of cotangents. Ops with a variable
-    number of inputs (``concatenate``, ``stack``) call this directly.
+    become edges of the graph. A Tensor that requires grad at a position with no VJP (None,
+    or past the end of ``vjps``) is a TypeError naming the op and ``params[i]`` (else "input
+    i") when the result is floating: its gradient would be lost without a word. The node
+    also notes the version of every Tensor input and of the output, which ``backward``
+    checks. A tuple ``out`` is several outputs: the result is a tuple of Tensors, and each
+    VJP gets a tuple of cotangents. Ops with a variable number of inputs (``concatenate``,
+    ``stack``) call this directly.
     """
     if type(out) is tuple:
-        return _record_outputs(out, inputs, vjps, name)
+        return _record_outputs(out, inputs, vjps, name, params)
     if type(out) is not np.ndarray:
         if type(out) is list:
             _as_output(out, name)  # raises
@@ -143,12 +164,16 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tu
             gap = True
             if isinstance(x, Tensor):
                 plain = False
-    if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
-        return _output(out, inputs, None)
+                if x.requires_grad and out.dtype.kind == "f":
+                    _refuse(name, params, inputs, vjps, x)
     if len(inputs) > len(vjps):  # inputs with no VJP at all (axis, keepdims, a mask, ...)
         for x in inputs[len(vjps):]:
             if isinstance(x, Tensor):
                 plain = False
+                if x.requires_grad and out.dtype.kind == "f":
+                    _refuse(name, params, inputs, vjps, x)
+    if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
+        return _output(out, inputs, None)
     t = Tensor._make(out)
     if out.base is not None:
         _share_version(t, out, inputs)
@@ -160,10 +185,22 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str) -> Tensor | tu
     return t
 
 
-def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, list]:
+def _refuse(name: str, params: Sequence[str], inputs: Sequence[Any], vjps: Sequence,
+            x: Tensor) -> None:
+    """The error for a Tensor that requires grad at a position with no VJP (cold path)."""
+    i = next(k for k, v in enumerate(inputs)
+             if v is x and (k >= len(vjps) or vjps[k] is None))
+    param = params[i] if i < len(params) else f"input {i}"
+    raise TypeError(f"{name} {param}: a Tensor that requires grad, but {name} has no "
+                    f"gradient for {param}; pass {param}.detach() or a constant")
+
+
+def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence, name: str = "",
+                        params: Sequence[str] = (), floating: bool = False) -> tuple[tuple, list]:
     """The graph's edges ``(parent, vjp)``, and one entry per input for ``Node.versions``:
     the version cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor
-    without one, None for anything else."""
+    without one, None for anything else. With ``floating`` (an output carries a gradient),
+    a Tensor that requires grad but has no VJP is refused, as in ``record``."""
     edges = []
     versions = []
     if len(vjps) > len(inputs):
@@ -176,6 +213,8 @@ def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, l
             # the graph keeps the input's node, not the input tensor (and its array)
             edges.append((x if x._node is None else x._node, vjp))
         else:
+            if floating and x.requires_grad:
+                _refuse(name, params, inputs, vjps, x)
             versions.append((x._version, x.data.shape, x.data.dtype))
     return tuple(edges), tuple(versions)
 
@@ -205,7 +244,8 @@ def _as_output(out: Any, name: str) -> np.ndarray:
     return np.asarray(out)
 
 
-def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str) -> tuple:
+def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
+                    params: Sequence[str] = ()) -> tuple:
     """Several outputs: one Node holds the VJPs (each gets a tuple of cotangents, zeros for
     the outputs that did not reach the loss); each floating output gets a Node of its own
     whose one edge leads there, marked by its position in ``outputs``."""
@@ -217,8 +257,8 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str) ->
         return tuple(_output(o, inputs, None) for o in outs)
     if callable(vjps):
         vjps = (vjps,)
-    edges, versions = _edges_and_versions(inputs, vjps)
     floating = [o.dtype.kind == "f" for o in outs]
+    edges, versions = _edges_and_versions(inputs, vjps, name, params, any(floating))
     if not edges or not any(floating):
         return tuple(_output(o, inputs, None) for o in outs)
     specs = tuple((o.shape, o.dtype) for o in outs)
@@ -297,6 +337,7 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 else:
                     zero_d = True
             raw.append(a)
+        numbers = False
         for i, param, optional in checked:
             if i < len(raw):
                 a = raw[i]
@@ -305,12 +346,20 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 if a is None and optional:
                     continue
                 raw[i] = a = as_array_input(a, opname, param)
-                if type(a) is np.ndarray and a.shape:  # a nested list, now an array
+                if type(a) is not np.ndarray:
+                    numbers = True
+                elif a.shape:  # a nested list, now an array
                     dims = True
+        if numbers:  # a number stands for a 0-d array when no array input is an array
+            for i, _, _ in checked:
+                if i < len(raw) and type(raw[i]) is np.ndarray:
+                    break
+            else:
+                _numbers_as_arrays(args, raw, checked)
         if zero_d and dims:
             weakly_typed(raw, operands)
         out, vjps = forward(*raw, **kwargs)
-        return record(out, args, vjps, opname)
+        return record(out, args, vjps, opname, positional)
 
     apply.forward = forward
     apply.is_op = True

@@ -7,6 +7,12 @@ engine computes with one backward pass. Finite differences estimate it element b
     numeric[j] = (L(x + eps e_j) - L(x - eps e_j)) / (2 eps)        (error O(eps²))
 
 and an element passes when |analytic - numeric| <= atol + rtol |numeric|.
+The defaults (eps=1e-6, atol=1e-6, rtol=1e-6) follow from the error of that quotient in
+float64, about eps² M3 / 6 + 2⁻⁵³ S / eps (M3 a bound on L's third derivative,
+S = Σ|y v| the size of the terms of L): ~1e-10 for a well-scaled L. A relative error r in a
+gradient element g is caught when r > rtol + atol / |g| (1e-4 on an element of size 0.01;
+larger errors hide in elements much smaller than that). For large outputs or forwards that
+lose digits, raise atol; docs/backward.md, "What gradcheck can and cannot see", derives it.
 Fast mode instead checks directional derivatives <x̄, u> for random directions u
 (one backward, two forwards per direction and input), and falls back to the element-wise
 check of the failing input to name the element.
@@ -264,8 +270,8 @@ def _compare(i, shape, analytic, numeric, atol, rtol) -> InputReport:
 
 
 def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e-6,
-              atol: float = 1e-5,
-              rtol: float = 1e-4, fast: bool = False, directions: int = 2, seed: int = 0,
+              atol: float = 1e-6,
+              rtol: float = 1e-6, fast: bool = False, directions: int = 2, seed: int = 0,
               raise_exception: bool = True) -> GradcheckReport:
     """Compare ``fn``'s VJPs with central finite differences, in float64.
 

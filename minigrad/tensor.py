@@ -345,6 +345,7 @@ class Tensor:
     def sqrt(self): return _ops.sqrt(self)
     def tanh(self): return _ops.tanh(self)
     def abs(self): return _ops.abs(self)
+    def relu(self): return _ops.relu(self)
     def clip(self, min=None, max=None, *, a_min=None, a_max=None):
         """``ndarray.clip(min, max)``; ``np.clip``'s ``a_min=``/``a_max=`` also accepted."""
         return _ops.clip(self, min if a_min is None else a_min, max if a_max is None else a_max)

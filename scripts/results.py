@@ -19,6 +19,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's vit
+from vit.train import read_metrics  # noqa: E402
 
 #: name -> (what it shows, the train options beyond --seed/--out)
 EXPERIMENTS: dict[str, tuple[str, list[str]]] = {
@@ -42,10 +46,21 @@ def run_one(name: str, options: list[str], seed: int, root: Path) -> dict:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr}")
-    with open(out / "metrics.jsonl", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
+    try:
+        metrics = final_metrics(out, note=lambda m: print(f"results: note: {m}", file=sys.stderr))
+    except ValueError as e:
+        raise SystemExit(f"results: {e}") from None
+    return {**metrics, "wall_s": wall, "log": done.stdout}
+
+
+def final_metrics(out: Path, note: Callable[[str], None] | None = None) -> dict:
+    """The last epoch's test accuracy, the median seconds per epoch and the epoch count of
+    the run in ``out``, read with the check every reader of metrics.jsonl shares."""
+    rows = read_metrics(out / "metrics.jsonl", note=note)
+    if not rows:
+        raise ValueError(f"{out / 'metrics.jsonl'}: no completed epoch")
     return {"acc": rows[-1]["test_acc"], "epoch_s": statistics.median(r["seconds"] for r in rows),
-            "wall_s": wall, "epochs": len(rows), "log": done.stdout}
+            "epochs": len(rows)}
 
 
 def main() -> None:

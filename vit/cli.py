@@ -302,7 +302,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     run = args.run_dir
     if not (run / METRICS).exists():
         raise ValueError(f"{run}: no {METRICS}; expected a run folder written by `vit train`")
-    rows = read_metrics(run / METRICS)
+    rows = read_metrics(run / METRICS,  # a torn last line: one line on stderr, not a warning
+                        note=lambda message: print(f"vit plot: note: {message}", file=sys.stderr))
     if not rows:
         raise ValueError(f"{run / METRICS}: no completed epoch to plot")
     ck = load_checkpoint(run / CHECKPOINT)

@@ -204,18 +204,22 @@ def where(condition, a, b):
 
 @op(arrays=1)
 def clip(a, a_min=None, a_max=None):
-    """out = min(max(a, a_min), a_max).   VJP: ā = g where a_min <= a <= a_max, else 0.
+    """out = min(max(a, a_min), a_max).   VJP: ā = g where a_min <= a <= a_max,
+    ā_min = g where a < a_min <= a_max,  ā_max = g where a > a_max or a_min > a_max.
 
-    The bounds are constants (numbers or arrays); either may be None. The interval is
-    closed: at a == a_min or a == a_max (a_min == a_max too) the gradient passes, the
+    Either bound may be None, a number, an array or a Tensor (differentiated like ``a``).
+    Each point's gradient goes to exactly one of a, a_min, a_max (NaN aside). The interval is
+    closed: at a == a_min or a == a_max (a_min == a_max too) the gradient goes to ``a``, the
     one-sided derivative from inside (docs/backward.md, section 13; torch.clamp's rule there
-    changed between versions). With a_min > a_max every output is a_max and ā = 0.
+    changed between versions). With a_min > a_max every output is a_max, and so is its
+    gradient's destination.
     """
     if a_min is None and a_max is None:
         raise ValueError("clip: got a_min=None and a_max=None; expected at least one bound")
     out = np.clip(a, a_min, a_max)
 
-    def vjp(g):  # in out's shape: array bounds may broadcast a (the engine sums back)
+    # each in out's shape: array bounds may broadcast a (the engine sums back)
+    def vjp(g):
         inside = np.ones(out.shape, dtype=bool)
         if a_min is not None:
             inside &= a >= a_min
@@ -223,7 +227,19 @@ def clip(a, a_min=None, a_max=None):
             inside &= a <= a_max
         return g * inside
 
-    return out, vjp
+    def vjp_min(g):
+        below = np.less(a, a_min)
+        if a_max is not None:
+            below &= np.less_equal(a_min, a_max)
+        return g * np.broadcast_to(below, out.shape)
+
+    def vjp_max(g):
+        above = np.greater(a, a_max)
+        if a_min is not None:
+            above |= np.greater(a_min, a_max)
+        return g * np.broadcast_to(above, out.shape)
+
+    return out, (vjp, vjp_min, vjp_max)
 
 
 @op(arrays=1)

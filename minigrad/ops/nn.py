@@ -18,7 +18,10 @@ __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cr
 
 
 def _log_softmax(x, axis):
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    # initial=-inf: over an empty axis the result is empty, not NumPy's reduction error
+    shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    if not shifted.size:  # nothing to normalise (and no log of an empty sum)
+        return shifted
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
@@ -63,6 +66,7 @@ def _row_max(a):
 def _rows(a):
     """``a`` as a C-contiguous floating (rows, last axis) matrix (a view when it already is
     one); integer and bool input becomes float64, as the primitive ops' results do."""
+    a = np.asarray(a)
     if a.dtype.kind != "f":
         a = a.astype(np.float64)
     if not a.ndim:
@@ -80,7 +84,7 @@ def softmax(x, axis=-1):
     if x.ndim and axis in (-1, x.ndim - 1):
         return _softmax_last(x)
     x = as_floating(x)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # see _log_softmax
     y = e / np.sum(e, axis=axis, keepdims=True)
 
     def vjp(g):
@@ -135,10 +139,11 @@ def logsumexp(x, axis=None, keepdims=False):
     VJP: x̄ = g ⊙ softmax(x) = g ⊙ e^(x - y), g broadcast over the reduced axes.
     """
     x = as_floating(x)
-    m = np.max(x, axis=axis, keepdims=True)
-    if not np.all(np.isfinite(m)):  # an all -inf slice: keep it -inf, not nan
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)  # -inf for an empty slice
+    if not np.all(np.isfinite(m)):  # an all -inf or empty slice: -inf (log 0), not nan
         m = np.where(np.isfinite(m), m, 0)
-    y_kept = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    with np.errstate(divide="ignore"):  # log 0 = -inf: the empty sum, as torch and NumPy
+        y_kept = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
     y = y_kept if keepdims or axis is None and x.ndim == 0 else np.squeeze(y_kept, axis=axis)
 
     def vjp(g):

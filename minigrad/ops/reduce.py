@@ -59,9 +59,10 @@ def mean(a, axis=None, keepdims=False):
 
 def _extremum(reduce, a, axis, keepdims):
     axes = _axes(axis, a.ndim)
-    if a.size == 0:
-        raise ValueError(f"{reduce.__name__}: got an empty array of shape {a.shape}; "
-                         "expected at least one element to reduce")
+    if a.size == 0 and _count(a.shape, axes) == 0:  # only an empty reduction, as NumPy
+        raise ValueError(f"{reduce.__name__}: got an empty array of shape {a.shape} with "
+                         f"nothing to reduce along axis {axis}; expected at least one element "
+                         "per result (a max or min of nothing has no value)")
     kept = reduce(a, axis=axes, keepdims=True)
     out = kept if keepdims else np.squeeze(kept, axis=axes)
 

@@ -65,6 +65,10 @@ def squeeze(a, axis=None):
     in_shape = np.shape(a)
     try:
         out = np.squeeze(a, axis)
+    except np.exceptions.AxisError:  # out of range: NumPy's error, an IndexError too
+        raise np.exceptions.AxisError(
+            f"squeeze axis: got {axis} for an array of shape {in_shape}; expected axes in "
+            f"[-{len(in_shape)}, {len(in_shape)})") from None
     except ValueError:
         raise ValueError(f"squeeze axis: got {axis} for an array of shape {in_shape}; expected "
                          "axes of size 1") from None

@@ -274,11 +274,6 @@ def test_negative_strides_match_numpy(label, idx):
     np.testing.assert_array_equal(t.grad, want)
 
 
-SQUEEZE_AXIS_BUG = pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "F.squeeze(ones((4, 3, 1)), 50) raises ValueError 'squeeze axis: got 50 ...; expected axes "
-    "of size 1': an axis out of range is reported as a non-unit axis, and NumPy's AxisError "
-    "(an IndexError too) is lost; fix: let AxisError through in ops/shape.py squeeze"))
-
 RAISES = [  # (label, call on a (4, 3) float tensor x or a 0-d tensor s, exception types)
     ("too-many-indices", lambda x, s: x[1, 77, 77, 77], IndexError),
     ("index-out-of-bounds", lambda x, s: x[1, 3], IndexError),
@@ -298,9 +293,8 @@ RAISES = [  # (label, call on a (4, 3) float tensor x or a 0-d tensor s, excepti
     ("permute-repeated", lambda x, s: x.reshape(1, 1, 4, 3).permute((0, 0, 1, 2)), ValueError),
     ("reshape-two-unknowns", lambda x, s: x.reshape((-1, -1, 2)), ValueError),
     ("reshape-to-empty-shape", lambda x, s: x.reshape(()), ValueError),
-    pytest.param("squeeze-axis-out-of-range", lambda x, s: x.reshape(4, 3, 1).squeeze(50), IndexError,
-                 marks=SQUEEZE_AXIS_BUG),
-    pytest.param("squeeze-0d-axis-1", lambda x, s: s.squeeze(1), IndexError, marks=SQUEEZE_AXIS_BUG),
+    ("squeeze-axis-out-of-range", lambda x, s: x.reshape(4, 3, 1).squeeze(50), IndexError),
+    ("squeeze-0d-axis-1", lambda x, s: s.squeeze(1), IndexError),
     ("expand-incompatible", lambda x, s: F.broadcast_to(x.reshape(4, 3, 1), (4, 1, 1)), ValueError),
     ("expand-fewer-dims", lambda x, s: F.broadcast_to(x.reshape(4, 3, 1), (3, 1)), ValueError),
     ("expand-nonunit-to-zero", lambda x, s: F.broadcast_to(x, (4, 0)), ValueError),
