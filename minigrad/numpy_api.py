@@ -245,10 +245,6 @@ def _clip(a, a_min=_GIVEN_NOT, a_max=_GIVEN_NOT, out=None, *, min=_GIVEN_NOT, ma
             raise ValueError(f"np.clip: got both {arg}= and {arg[2:]}=; expected one of them")
         bound = None if old is _GIVEN_NOT and new is _GIVEN_NOT else new if old is _GIVEN_NOT \
             else old
-        if isinstance(bound, Tensor) and bound.requires_grad:
-            raise TypeError(f"np.clip {arg}: got a Tensor that requires grad; clip's bounds are "
-                            "constants, so their gradient would be lost; use np.maximum(t, lo) "
-                            "and np.minimum(t, hi), which differentiate both operands")
         bounds.append(bound)
     return ops.clip(a, *bounds)
 
