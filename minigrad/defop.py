@@ -359,6 +359,10 @@ def op(forward: Callable | None = None, *, name: str | None = None,
         if zero_d and dims:
             weakly_typed(raw, operands)
         out, vjps = forward(*raw, **kwargs)
+        if type(vjps) is tuple and len(vjps) > len(positional):
+            raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
+                            f"at most one per positional parameter ({len(positional)} "
+                            "positional)")
         return record(out, args, vjps, opname, positional)
 
     apply.forward = forward

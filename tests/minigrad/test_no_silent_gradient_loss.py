@@ -144,3 +144,15 @@ def test_every_op_case_gives_each_floating_input_a_gradient(mg_op_case):
     for i, t in enumerate(ts):
         if t.requires_grad:
             assert t.grad is not None, f"{case.id}: input {i} requires grad and got none"
+
+
+def test_a_forward_returning_more_vjps_than_it_has_positional_parameters_is_refused():
+    """As torch.autograd.Function's "incorrect number of gradients": a third VJP for a
+    two-input op is a mistake in the op, not something to cut silently."""
+    @mg.op
+    def two_inputs(a, b):
+        return a * b, (lambda g: g * b, lambda g: g * a, lambda g: g)
+
+    a, b = (mg.Tensor(np.ones(3), requires_grad=True) for _ in range(2))
+    with pytest.raises(TypeError, match=r"two_inputs.*3 VJPs.*2 positional"):
+        two_inputs(a, b)
