@@ -172,7 +172,8 @@ def test_deepcopy_of_a_leaf_copies_data_grad_and_requires_grad():
 def test_deepcopy_of_a_module_still_works():
     m = Linear(2, 3, rng=0)
     c = copy.deepcopy(m)
-    assert c.weight is not m.weight
+    assert c.weight is not m.weight and type(c.weight) is Parameter
+    assert type(pickle.loads(pickle.dumps(m.weight))) is Parameter
     np.testing.assert_array_equal(c.weight.data, m.weight.data)
     assert not np.shares_memory(c.weight.data, m.weight.data)
 
