@@ -33,12 +33,13 @@ def _real(name: str, value: Any, *, low: float = 0.0, low_open: bool = False,
     return value
 
 
+def _where(i: int, data: np.ndarray) -> str:
+    return f"step: parameter {i} (shape {data.shape}, {data.dtype})"
+
+
 def _all_finite(a: Any) -> bool:
-    """True if every element of ``a`` is finite. A sum is finite only if every element is,
-    and costs one pass without a temporary; a sum that overflows although every element is
-    finite (elements near the dtype's max) gives False here, and the caller's exact test
-    decides."""
-    return math.isfinite(np.add.reduce(a, axis=None)) if isinstance(a, np.ndarray) else True
+    """True if ``a`` is not an array or every element of it is finite."""
+    return not isinstance(a, np.ndarray) or bool(np.isfinite(a).all())
 
 
 def _counter(where: str, value: Any, low: int) -> int:
@@ -198,15 +199,21 @@ class Optimizer:
         lr = _real("lr", self.lr)
         checked, first = {}, 0
         for g, group in enumerate(self.param_groups):
+            members = self._members[g]
+            given = group.get("params")
+            if not isinstance(given, (list, tuple)) or len(given) != len(members) or \
+                    any(a is not b for a, b in zip(given, members)):
+                raise ValueError(f"step: optimizer.param_groups[{g}]['params'] was changed after "
+                                 "construction; expected the parameters it was built with "
+                                 "(build a new optimizer for other parameters)")
             try:
                 checked[id(group)] = self._checked_group(g, group)
             except (TypeError, ValueError) as e:
-                members = self.params[first:first + len(self._members[g])]
                 dtypes = ", ".join(sorted({str(p.data.dtype) for p in members}))
                 raise type(e)(f"{e} (step: optimizer.param_groups[{g}] was changed after "
                               f"construction; it holds {len(members)} {dtypes} parameter(s), "
                               f"from parameter {first}; nothing was updated)") from None
-            first += len(self._members[g])
+            first += len(members)
         work = []
         for i, (p, state, group) in enumerate(zip(self.params, self.state, self._group_of)):
             group = checked[id(group)]
@@ -214,19 +221,18 @@ class Optimizer:
             if grad is None:
                 continue
             data = p.data
-            where = f"step: parameter {i} (shape {data.shape}, {data.dtype})"
             if not isinstance(data, np.ndarray) or data.dtype.kind != "f":
                 raise TypeError(f"step: parameter {i} holds {type(data).__name__} of dtype "
                                 f"{getattr(data, 'dtype', None)}; expected a floating array "
                                 "(was its .data replaced?)")
             if grad.shape != data.shape:
-                raise ValueError(f"{where}: a gradient of shape {grad.shape}; expected the "
+                raise ValueError(f"{_where(i, data)}: a gradient of shape {grad.shape}; expected the "
                                  "parameter's shape")
             if grad.dtype.kind not in "biuf":
-                raise TypeError(f"{where}: a gradient of dtype {grad.dtype}; expected real "
+                raise TypeError(f"{_where(i, data)}: a gradient of dtype {grad.dtype}; expected real "
                                 "numbers")
             if not data.flags.writeable:
-                raise ValueError(f"{where}: its array is read-only; expected a writeable array "
+                raise ValueError(f"{_where(i, data)}: its array is read-only; expected a writeable array "
                                  "(nothing was updated)")
             compute = self._compute_dtype(data.dtype)
             for name, buf in state.items():
@@ -472,7 +478,8 @@ class SGD(Optimizer):
                 buf += direction if dampening == 0 else (1.0 - dampening) * direction
             new_state["momentum_buffer"] = buf
             direction = direction + mu * buf if group["nesterov"] else buf
-        return param - lr * direction, new_state
+        update = lr * direction
+        return np.subtract(param, update, out=update), new_state
 
 
 class AdamW(Optimizer):
@@ -559,7 +566,7 @@ class AdamW(Optimizer):
         scratch += eps
         np.divide(m, scratch, out=scratch)
         scratch *= lr / (1.0 - beta1 ** t)
-        new = base - scratch
+        new = np.subtract(base, scratch, out=base if base is not param else scratch)
         if new.dtype != param.dtype:  # float16: computed in float32, rounded once
             new = new.astype(param.dtype)
         return new, {"step": t, "exp_avg": m, "exp_avg_sq": v}

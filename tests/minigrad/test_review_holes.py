@@ -275,3 +275,13 @@ def test_a_vjp_returning_a_numpy_scalar_or_ints_still_works():
     ok(x).backward()
     assert x.grad.dtype == np.float64
     np.testing.assert_array_equal(x.grad, np.ones(3))
+
+
+def test_a_group_params_list_edited_after_construction_is_refused_at_step():
+    a, b = Parameter(np.ones(2)), Parameter(np.ones(2))
+    opt = SGD([a], lr=0.1)
+    opt.param_groups[0]["params"].append(b)  # would be silently ignored
+    a.grad = b.grad = np.ones(2)
+    with pytest.raises(ValueError, match=r"param_groups\[0\]\['params'\] was changed"):
+        opt.step()
+    np.testing.assert_array_equal(a.data, np.ones(2))
