@@ -33,6 +33,11 @@ def _real(name: str, value: Any, *, low: float = 0.0, low_open: bool = False,
     return value
 
 
+def _times(a: np.ndarray, c: float) -> np.ndarray:
+    """``a * c`` as a new array, also for a 0-d ``a`` (where NumPy would give a scalar)."""
+    return np.multiply(a, c, out=np.empty_like(a))
+
+
 def _where(i: int, data: np.ndarray) -> str:
     return f"step: parameter {i} (shape {data.shape}, {data.dtype})"
 
@@ -88,11 +93,15 @@ class Optimizer:
     ``"params"`` list and any hyperparameters that differ from the constructor's, e.g.
     ``AdamW([{"params": weights}, {"params": norms_and_biases, "weight_decay": 0.0}], lr=...)``.
     Every group follows the one learning rate ``optimizer.lr`` (the one a schedule sets), so
-    a group cannot set its own ``lr``. ``param_groups`` lists the groups with their values.
+    a group cannot set its own ``lr``. ``param_groups`` lists the groups with their values;
+    a value changed there (``opt.param_groups[0]["weight_decay"] = 0.1``) takes effect at the
+    next ``step()``, which checks it as the constructor does.
 
     Subclasses name their hyperparameters (saved in ``state_dict``) and per-parameter
-    state, check a hyperparameter's value in ``_checked(name, value)``, and implement
-    ``_update(param, grad, state, lr, group)`` on plain arrays.
+    state, check a hyperparameter's value in ``_checked(name, value)`` (and a group's
+    combination of values in ``_checked_group``), and implement
+    ``_update(param, grad, state, lr, group) -> (new_param, new_state)`` on plain arrays,
+    writing into neither.
     """
 
     _hyperparameters: tuple[str, ...] = ("lr",)
@@ -194,8 +203,12 @@ class Optimizer:
     def step(self) -> None:
         """Update every parameter that has a gradient, once, in place, and bump its version
         (so a graph recorded before the step refuses to backward). All or nothing: every
-        parameter, gradient, state buffer and hyperparameter is checked first, so a bad
-        one raises before any parameter or state moves."""
+        parameter, gradient, state buffer and hyperparameter (each group's, as the
+        constructor checks them) is checked first, and every new value is computed before
+        any is applied; a step that turns a finite parameter or state value into inf or NaN
+        (an lr too large for the dtype) raises a ValueError naming the parameter and the lr,
+        and nothing moves. A NaN or inf already in a gradient or parameter goes through,
+        as in ``torch.optim``."""
         lr = _real("lr", self.lr)
         checked, first = {}, 0
         for g, group in enumerate(self.param_groups):
@@ -464,7 +477,7 @@ class SGD(Optimizer):
                 group: dict) -> tuple[np.ndarray, dict[str, Any]]:
         direction = grad  # an alias of p.grad: only ever replaced, never written into
         if group["weight_decay"] != 0:
-            direction = param * group["weight_decay"]
+            direction = _times(param, group["weight_decay"])
             direction += grad
         new_state = {}
         mu = group["momentum"]
@@ -474,11 +487,11 @@ class SGD(Optimizer):
             if buf is None:
                 buf = direction.copy()
             else:
-                buf = buf * mu
+                buf = _times(buf, mu)
                 buf += direction if dampening == 0 else (1.0 - dampening) * direction
             new_state["momentum_buffer"] = buf
             direction = direction + mu * buf if group["nesterov"] else buf
-        update = lr * direction
+        update = _times(direction, lr)
         return np.subtract(param, update, out=update), new_state
 
 
@@ -552,14 +565,14 @@ class AdamW(Optimizer):
         v = state["exp_avg_sq"] if state else zeros
         base = param if param.dtype == grad.dtype else param.astype(grad.dtype)  # float16
         if weight_decay != 0:
-            base = base * (1.0 - lr * weight_decay)
+            base = _times(base, 1.0 - lr * weight_decay)
         # One scratch array serves every temporary of this update.
-        scratch = np.multiply(grad, 1.0 - beta1)
-        m = m * beta1
+        scratch = _times(grad, 1.0 - beta1)
+        m = _times(m, beta1)
         m += scratch
         np.multiply(grad, grad, out=scratch)
         scratch *= 1.0 - beta2
-        v = v * beta2
+        v = _times(v, beta2)
         v += scratch
         np.sqrt(v, out=scratch)
         scratch /= math.sqrt(1.0 - beta2 ** t)

@@ -176,7 +176,7 @@ class Tensor:
     # ---- copy and pickle (as PyTorch: only leaves; a graph is never copied or pickled) -----
     def __copy__(self) -> Tensor:
         """A second handle on the same data, grad, graph node and version counter."""
-        t = object.__new__(Tensor)
+        t = object.__new__(type(self))
         for name in ("data", "grad", "requires_grad", "_node", "_version"):
             setattr(t, name, getattr(self, name))
         return t

@@ -285,3 +285,38 @@ def test_a_group_params_list_edited_after_construction_is_refused_at_step():
     with pytest.raises(ValueError, match=r"param_groups\[0\]\['params'\] was changed"):
         opt.step()
     np.testing.assert_array_equal(a.data, np.ones(2))
+
+
+def test_shallow_copy_of_a_parameter_is_a_parameter_on_the_same_array():
+    w = Parameter(np.ones(2))
+    c = copy.copy(w)
+    assert type(c) is Parameter and c.data is w.data
+    c.bump_version()
+    assert w.version == 1  # one counter: a write through the copy is a write to w
+
+
+def test_a_zero_d_parameter_that_overflows_is_named():
+    p = Parameter(np.array(1.0, np.float32))
+    p.grad = np.array(10.0, np.float32)
+    with pytest.raises(ValueError, match=r"parameter 0 \(shape \(\), float32\).*lr 1e\+38"):
+        SGD([p], lr=1e38).step()
+    assert p.data == 1.0 and p.version == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: AdamW([p], lr=0.1),
+    lambda p: SGD([p], lr=0.1, momentum=0.9, weight_decay=0.1, nesterov=True),
+    lambda p: SGD([p], lr=0.1, momentum=0.9, dampening=0.5, weight_decay=0.1),
+])
+def test_a_zero_d_parameter_is_updated_like_a_one_element_one(make):
+    # NumPy gives scalars for 0-d arithmetic: the update must still produce arrays
+    scalar, vector = Parameter(np.array(1.5)), Parameter(np.array([1.5]))
+    o_s, o_v = make(scalar), make(vector)
+    for g in (0.5, -0.25, 2.0):
+        scalar.grad, vector.grad = np.array(g), np.array([g])
+        o_s.step()
+        o_v.step()
+        assert type(scalar.data) is np.ndarray and scalar.shape == ()
+        assert scalar.data == vector.data[0]
+    for k, v in o_s.state[0].items():
+        assert np.shape(v) == () and np.asarray(v) == np.asarray(o_v.state[0][k]).ravel()[0]
