@@ -54,6 +54,11 @@ class Tensor:
     ``torch.from_numpy(arr)`` calls do not: a write through one is not seen by a graph that
     recorded the other.
 
+    ``copy.deepcopy(t)`` and ``pickle`` work on leaves only, as in PyTorch: a deep copy has its
+    own ``data``, ``grad`` and counter; a pickle keeps ``data`` and ``requires_grad`` (not
+    ``grad``). For the result of an op both refuse (copy or pickle ``t.detach()``);
+    ``copy.copy(t)`` is a second handle on the same data, graph node and counter.
+
     ==========================================  ==========================================
     ``t[idx] = v``, ``t += v`` (also ``-= *= /= **= @=``) on ...
     ==========================================  ==========================================
