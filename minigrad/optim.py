@@ -239,14 +239,14 @@ class Optimizer:
                                 f"{getattr(data, 'dtype', None)}; expected a floating array "
                                 "(was its .data replaced?)")
             if grad.shape != data.shape:
-                raise ValueError(f"{_where(i, data)}: a gradient of shape {grad.shape}; expected the "
-                                 "parameter's shape")
+                raise ValueError(f"{_where(i, data)}: a gradient of shape {grad.shape}; "
+                                 "expected the parameter's shape")
             if grad.dtype.kind not in "biuf":
-                raise TypeError(f"{_where(i, data)}: a gradient of dtype {grad.dtype}; expected real "
-                                "numbers")
+                raise TypeError(f"{_where(i, data)}: a gradient of dtype {grad.dtype}; "
+                                "expected real numbers")
             if not data.flags.writeable:
-                raise ValueError(f"{_where(i, data)}: its array is read-only; expected a writeable array "
-                                 "(nothing was updated)")
+                raise ValueError(f"{_where(i, data)}: its array is read-only; expected a "
+                                 "writeable array (nothing was updated)")
             compute = self._compute_dtype(data.dtype)
             for name, buf in state.items():
                 if isinstance(buf, np.ndarray) and (buf.shape != data.shape
