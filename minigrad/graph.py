@@ -320,12 +320,17 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
                 continue
             g = tuple(np.zeros(shape, dtype) if gk is None else gk
                       for gk, (shape, dtype) in zip(g, outputs))
-        for parent, vjp in node.edges:
+        for k, (parent, vjp) in enumerate(node.edges):
             gp = vjp(g)
+            if type(gp) is not np.ndarray and not isinstance(gp, (np.ndarray, np.generic)):
+                # a list, None, a Python number, a Tensor: not a gradient the engine can add
+                raise _bad_vjp_result(node, k, gp)
             leaf = type(parent) is not Node
             shape, dtype = (parent.data.shape, parent.data.dtype) if leaf else \
                 (parent.shape, parent.dtype)
             fresh = _unshared(gp)
+            if gp.dtype != dtype and gp.dtype.kind not in "biuf":  # complex, object, ...
+                raise _bad_vjp_result(node, k, gp)
             if gp.shape != shape:
                 gp = _unbroadcast_checked(gp, shape, node.op)
                 fresh = True
@@ -385,6 +390,22 @@ def _adoption_works() -> bool:
 
 _ADOPT = True
 _ADOPT = _adoption_works()
+
+
+def _bad_vjp_result(node: Node, edge: int, gp: object) -> TypeError:
+    """The error for a VJP that returned something other than a real array, naming the op
+    and the input (edge ``edge`` is input ``i``: constants before it have no edge)."""
+    i = edge
+    if node.versions is not None:
+        with_edge = [i for i, entry in enumerate(node.versions) if type(entry) is list]
+        i = with_edge[edge] if edge < len(with_edge) else edge
+    got = f"an array of dtype {gp.dtype}" if isinstance(gp, (np.ndarray, np.generic)) else \
+        "None" if gp is None else f"a {type(gp).__name__}"
+    return TypeError(
+        f"backward through op '{node.op}': its VJP for input {i} returned {got}; expected "
+        "an np.ndarray of real numbers (a gradient with the input's shape, or one that "
+        "broadcasts from it)"
+    )
 
 
 def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:

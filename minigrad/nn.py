@@ -192,7 +192,8 @@ class Module:
         return OrderedDict((name, param.data.copy()) for name, param in self.named_parameters())
 
     def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
-        """Copy ``state[name]`` into each parameter's existing array (``p.data[...] = value``).
+        """Copy ``state[name]`` into each parameter's existing array (``p.data[...] = value``)
+        and bump its version, as ``optimizer.step()`` does.
 
         Writing in place keeps the arrays an optimizer holds. Every present value must have
         exactly the parameter's shape and dtype (ValueError naming it otherwise). With
@@ -236,6 +237,7 @@ class Module:
             updates.append((param, value))
         for param, value in updates:
             param.data[...] = value
+            param.bump_version()  # a graph recorded before the load refuses to backward
         return IncompatibleKeys(missing, unexpected)
 
     # ---- display ----------------------------------------------------------------------

@@ -33,6 +33,20 @@ def _real(name: str, value: Any, *, low: float = 0.0, low_open: bool = False,
     return value
 
 
+def _times(a: np.ndarray, c: float) -> np.ndarray:
+    """``a * c`` as a new array, also for a 0-d ``a`` (where NumPy would give a scalar)."""
+    return np.multiply(a, c, out=np.empty_like(a))
+
+
+def _where(i: int, data: np.ndarray) -> str:
+    return f"step: parameter {i} (shape {data.shape}, {data.dtype})"
+
+
+def _all_finite(a: Any) -> bool:
+    """True if ``a`` is not an array or every element of it is finite."""
+    return not isinstance(a, np.ndarray) or bool(np.isfinite(a).all())
+
+
 def _counter(where: str, value: Any, low: int) -> int:
     """An integer count read from a state dict: a 0-d integer array or an int, >= low."""
     a = np.asarray(value)
@@ -79,11 +93,15 @@ class Optimizer:
     ``"params"`` list and any hyperparameters that differ from the constructor's, e.g.
     ``AdamW([{"params": weights}, {"params": norms_and_biases, "weight_decay": 0.0}], lr=...)``.
     Every group follows the one learning rate ``optimizer.lr`` (the one a schedule sets), so
-    a group cannot set its own ``lr``. ``param_groups`` lists the groups with their values.
+    a group cannot set its own ``lr``. ``param_groups`` lists the groups with their values;
+    a value changed there (``opt.param_groups[0]["weight_decay"] = 0.1``) takes effect at the
+    next ``step()``, which checks it as the constructor does.
 
     Subclasses name their hyperparameters (saved in ``state_dict``) and per-parameter
-    state, check a hyperparameter's value in ``_checked(name, value)``, and implement
-    ``_update(param, grad, state, lr, group)`` on plain arrays.
+    state, check a hyperparameter's value in ``_checked(name, value)`` (and a group's
+    combination of values in ``_checked_group``), and implement
+    ``_update(param, grad, state, lr, group) -> (new_param, new_state)`` on plain arrays,
+    writing into neither.
     """
 
     _hyperparameters: tuple[str, ...] = ("lr",)
@@ -119,13 +137,9 @@ class Optimizer:
             if not isinstance(spec, dict) or "params" not in spec:
                 raise TypeError(f"params[{g}]: got {type(spec).__name__}; expected a Tensor or a "
                                 "group dict with a 'params' list")
-            unknown = sorted(set(spec) - {"params", *names})
-            if "lr" in spec:
-                raise ValueError(f"params[{g}] lr: every group follows optimizer.lr (which a "
-                                 "schedule sets); set weight_decay and the like per group")
-            if unknown:
-                raise ValueError(f"params[{g}]: unknown keys {unknown}; expected 'params' and "
-                                 f"any of {names}")
+            defaults = {name: getattr(self, name) for name in names}
+            group: dict[str, Any] = {"params": None, **self._checked_group(g, {**defaults,
+                                                                             **spec})}
             members = spec["params"]
             if isinstance(members, Tensor):
                 members = [members]
@@ -134,10 +148,7 @@ class Optimizer:
             except TypeError:
                 raise TypeError(f"params[{g}]['params']: got {type(members).__name__}; expected "
                                 "an iterable of Tensors") from None
-            group: dict[str, Any] = {"params": members}
-            for name in names:
-                group[name] = self._checked(name, spec[name]) if name in spec \
-                    else getattr(self, name)
+            group["params"] = members
             self.param_groups.append(group)
             for p in members:
                 i = len(self.params)
@@ -159,11 +170,30 @@ class Optimizer:
             raise ValueError("params: got no parameter in any group; expected at least one")
         self.state: list[dict[str, Any]] = [{} for _ in self.params]
         self._group_of = [group for group in self.param_groups for _ in group["params"]]
+        # each group's parameters as built (a group's "params" list may be edited later)
+        self._members = [tuple(group["params"]) for group in self.param_groups]
         del self._group_specs
 
     def _checked(self, name: str, value: Any) -> Any:
         """``value`` checked as hyperparameter ``name`` (a group's override)."""
         return _real(name, value)
+
+    def _checked_group(self, g: int, group: Mapping[str, Any]) -> dict[str, Any]:
+        """Group ``g``'s hyperparameters, each checked as the constructor checks it: the one
+        check for the constructor and for every ``step()`` (a value changed in
+        ``param_groups`` after construction is checked there)."""
+        names = self._group_names()
+        if "lr" in group:
+            raise ValueError(f"params[{g}] lr: every group follows optimizer.lr (which a "
+                             "schedule sets); set weight_decay and the like per group")
+        unknown = sorted(set(group) - {"params", *names})
+        if unknown:
+            raise ValueError(f"params[{g}]: unknown keys {unknown}; expected 'params' and "
+                             f"any of {names}")
+        missing = sorted(set(names) - set(group))
+        if missing:
+            raise ValueError(f"params[{g}]: missing keys {missing}; expected all of {names}")
+        return {name: self._checked(name, group[name]) for name in names}
 
     def zero_grad(self) -> None:
         """Set every parameter's ``.grad`` to None."""
@@ -173,29 +203,50 @@ class Optimizer:
     def step(self) -> None:
         """Update every parameter that has a gradient, once, in place, and bump its version
         (so a graph recorded before the step refuses to backward). All or nothing: every
-        parameter, gradient, state buffer and hyperparameter is checked first, so a bad
-        one raises before any parameter or state moves."""
+        parameter, gradient, state buffer and hyperparameter (each group's, as the
+        constructor checks them) is checked first, and every new value is computed before
+        any is applied; a step that turns a finite parameter or state value into inf or NaN
+        (an lr too large for the dtype) raises a ValueError naming the parameter and the lr,
+        and nothing moves. A NaN or inf already in a gradient or parameter goes through,
+        as in ``torch.optim``."""
         lr = _real("lr", self.lr)
+        checked, first = {}, 0
+        for g, group in enumerate(self.param_groups):
+            members = self._members[g]
+            given = group.get("params")
+            if not isinstance(given, (list, tuple)) or len(given) != len(members) or \
+                    any(a is not b for a, b in zip(given, members)):
+                raise ValueError(f"step: optimizer.param_groups[{g}]['params'] was changed after "
+                                 "construction; expected the parameters it was built with "
+                                 "(build a new optimizer for other parameters)")
+            try:
+                checked[id(group)] = self._checked_group(g, group)
+            except (TypeError, ValueError) as e:
+                dtypes = ", ".join(sorted({str(p.data.dtype) for p in members}))
+                raise type(e)(f"{e} (step: optimizer.param_groups[{g}] was changed after "
+                              f"construction; it holds {len(members)} {dtypes} parameter(s), "
+                              f"from parameter {first}; nothing was updated)") from None
+            first += len(members)
         work = []
         for i, (p, state, group) in enumerate(zip(self.params, self.state, self._group_of)):
+            group = checked[id(group)]
             grad = p.grad
             if grad is None:
                 continue
             data = p.data
-            where = f"step: parameter {i} (shape {data.shape}, {data.dtype})"
             if not isinstance(data, np.ndarray) or data.dtype.kind != "f":
                 raise TypeError(f"step: parameter {i} holds {type(data).__name__} of dtype "
                                 f"{getattr(data, 'dtype', None)}; expected a floating array "
                                 "(was its .data replaced?)")
             if grad.shape != data.shape:
-                raise ValueError(f"{where}: a gradient of shape {grad.shape}; expected the "
-                                 "parameter's shape")
+                raise ValueError(f"{_where(i, data)}: a gradient of shape {grad.shape}; "
+                                 "expected the parameter's shape")
             if grad.dtype.kind not in "biuf":
-                raise TypeError(f"{where}: a gradient of dtype {grad.dtype}; expected real "
-                                "numbers")
+                raise TypeError(f"{_where(i, data)}: a gradient of dtype {grad.dtype}; "
+                                "expected real numbers")
             if not data.flags.writeable:
-                raise ValueError(f"{where}: its array is read-only; expected a writeable array "
-                                 "(nothing was updated)")
+                raise ValueError(f"{_where(i, data)}: its array is read-only; expected a "
+                                 "writeable array (nothing was updated)")
             compute = self._compute_dtype(data.dtype)
             for name, buf in state.items():
                 if isinstance(buf, np.ndarray) and (buf.shape != data.shape
@@ -207,11 +258,41 @@ class Optimizer:
                         f"dtype {compute}: load a matching state_dict or build a new optimizer"
                     )
             self._check_numbers(i, compute, lr, group)
-            work.append((p, grad.astype(compute, copy=False), state, group))
+            work.append((i, p, grad.astype(compute, copy=False), state, group))
+        results = []
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked just below
+            for i, p, grad, state, group in work:
+                new, new_state = self._update(p.data, grad, state, lr, group)
+                if not all(_all_finite(a) for a in (new, *new_state.values())):
+                    self._check_finite(i, p.data, grad, state, new, new_state, lr)
+                results.append((p, new, state, new_state))
         self.step_count += 1
-        for p, grad, state, group in work:
-            self._update(p.data, grad, state, lr, group)
+        for p, new, state, new_state in results:
+            p.data[...] = new
+            state.update(new_state)
             p.bump_version()
+
+    def _check_finite(self, i: int, old: np.ndarray, grad: np.ndarray, state: dict,
+                      new: np.ndarray, new_state: dict, lr: float) -> None:
+        """Raise if the step turned a finite number into inf or NaN: where the parameter,
+        its gradient and its state were all finite, the new parameter and state must be.
+        (A NaN or inf already there goes through, as in torch.optim.)"""
+        finite = np.isfinite(old) & np.isfinite(grad)
+        for buf in state.values():
+            if isinstance(buf, np.ndarray):
+                finite &= np.isfinite(buf)
+        for what, value in (("the parameter", new), *((f"its state {name}", v)
+                                                      for name, v in new_state.items())):
+            bad = finite & ~np.isfinite(value)
+            if bad.any():
+                at = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+                raise ValueError(
+                    f"step: the update of parameter {i} (shape {old.shape}, {old.dtype}) "
+                    f"overflows {what} at {int(bad.sum())} of its {bad.size} elements (first at "
+                    f"index {tuple(int(k) for k in at)}: {old[at]} with gradient {grad[at]} "
+                    f"gives {value[at]}) with lr {lr}; nothing was changed (no parameter or "
+                    "state moved); expected a smaller lr (or smaller gradients)"
+                )
 
     def _compute_dtype(self, dtype: np.dtype) -> np.dtype:
         """The dtype a parameter of ``dtype`` is updated in (and its state buffers are kept in)."""
@@ -229,8 +310,10 @@ class Optimizer:
                 )
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
-                group: dict) -> None:
-        """Update ``param`` in place from ``grad`` (in ``_compute_dtype(param.dtype)``)."""
+                group: dict) -> tuple[np.ndarray, dict[str, Any]]:
+        """The new values of ``param`` (in its dtype) and of its state, from ``grad`` (in
+        ``_compute_dtype(param.dtype)``), as new arrays: ``param`` and ``state`` are not
+        written, so ``step()`` can check every result before it applies any."""
         raise NotImplementedError
 
     # ---- checkpoints ------------------------------------------------------------------
@@ -374,12 +457,14 @@ class SGD(Optimizer):
         self.weight_decay = self._checked("weight_decay", weight_decay)
         self.nesterov = self._checked("nesterov", nesterov)
         self._set_groups()
-        for g, group in enumerate(self.param_groups):
-            if group["nesterov"] and (group["momentum"] == 0 or group["dampening"] != 0):
-                where = "nesterov=True" if len(self.param_groups) == 1 else \
-                    f"param group {g} nesterov=True"
-                raise ValueError(f"{where}: got momentum={group['momentum']}, dampening="
-                                 f"{group['dampening']}; expected momentum > 0 and dampening = 0")
+
+    def _checked_group(self, g: int, group: Mapping[str, Any]) -> dict[str, Any]:
+        values = super()._checked_group(g, group)
+        if values["nesterov"] and (values["momentum"] == 0 or values["dampening"] != 0):
+            raise ValueError(f"param group {g} nesterov=True: got momentum={values['momentum']}"
+                             f", dampening={values['dampening']}; expected momentum > 0 and "
+                             "dampening = 0")
+        return values
 
     def _checked(self, name: str, value: Any) -> Any:
         if name == "nesterov":
@@ -389,22 +474,25 @@ class SGD(Optimizer):
         return _real(name, value)
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
-                group: dict) -> None:
+                group: dict) -> tuple[np.ndarray, dict[str, Any]]:
         direction = grad  # an alias of p.grad: only ever replaced, never written into
         if group["weight_decay"] != 0:
-            direction = param * group["weight_decay"]
+            direction = _times(param, group["weight_decay"])
             direction += grad
+        new_state = {}
         mu = group["momentum"]
         if mu != 0:
             dampening = group["dampening"]
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = direction.copy()
+                buf = direction.copy()
             else:
-                buf *= mu
+                buf = _times(buf, mu)
                 buf += direction if dampening == 0 else (1.0 - dampening) * direction
+            new_state["momentum_buffer"] = buf
             direction = direction + mu * buf if group["nesterov"] else buf
-        param -= lr * direction
+        update = _times(direction, lr)
+        return np.subtract(param, update, out=update), new_state
 
 
 class AdamW(Optimizer):
@@ -468,37 +556,33 @@ class AdamW(Optimizer):
                              "g², which is >= 0 (its square root would be NaN)")
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
-                group: dict) -> None:
+                group: dict) -> tuple[np.ndarray, dict[str, Any]]:
         beta1, beta2 = group["betas"]
         weight_decay, eps = group["weight_decay"], group["eps"]
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = np.zeros(param.shape, grad.dtype)
-            state["exp_avg_sq"] = np.zeros(param.shape, grad.dtype)
-        state["step"] += 1
-        t = state["step"]
-        m, v = state["exp_avg"], state["exp_avg_sq"]
-        rounded = param  # float16: update a float32 copy, round once at the end
-        if param.dtype != grad.dtype:
-            param = param.astype(grad.dtype)
+        t = state.get("step", 0) + 1
+        zeros = None if state else np.zeros(param.shape, grad.dtype)
+        m = state["exp_avg"] if state else zeros
+        v = state["exp_avg_sq"] if state else zeros
+        base = param if param.dtype == grad.dtype else param.astype(grad.dtype)  # float16
         if weight_decay != 0:
-            param *= 1.0 - lr * weight_decay
+            base = _times(base, 1.0 - lr * weight_decay)
         # One scratch array serves every temporary of this update.
-        scratch = np.multiply(grad, 1.0 - beta1)
-        m *= beta1
+        scratch = _times(grad, 1.0 - beta1)
+        m = _times(m, beta1)
         m += scratch
         np.multiply(grad, grad, out=scratch)
         scratch *= 1.0 - beta2
-        v *= beta2
+        v = _times(v, beta2)
         v += scratch
         np.sqrt(v, out=scratch)
         scratch /= math.sqrt(1.0 - beta2 ** t)
         scratch += eps
         np.divide(m, scratch, out=scratch)
         scratch *= lr / (1.0 - beta1 ** t)
-        param -= scratch
-        if param is not rounded:
-            rounded[...] = param
+        new = np.subtract(base, scratch, out=base if base is not param else scratch)
+        if new.dtype != param.dtype:  # float16: computed in float32, rounded once
+            new = new.astype(param.dtype)
+        return new, {"step": t, "exp_avg": m, "exp_avg_sq": v}
 
 
 # The schedules live in their own module; optim re-exports them (the public API).

@@ -1,6 +1,8 @@
 """``Tensor``: an ``np.ndarray`` with a gradient and a place in the recorded graph."""
 from __future__ import annotations
 
+import copy
+
 import weakref
 from typing import Any
 
@@ -47,7 +49,15 @@ class Tensor:
     op notes the versions of its Tensor inputs and of its output, and ``backward()``
     refuses, naming the op and the input, if one changed since. Writes into ``t.data`` itself (``t.data[0] = 1``,
     NumPy functions with ``out=t.data``) bypass the counter, as in PyTorch; call
-    ``bump_version()`` after such a write to have it checked.
+    ``bump_version()`` after such a write to have it checked. Two Tensors made separately
+    from one ndarray (``Tensor(arr)`` twice) do not share a counter, as two
+    ``torch.from_numpy(arr)`` calls do not: a write through one is not seen by a graph that
+    recorded the other.
+
+    ``copy.deepcopy(t)`` and ``pickle`` work on leaves only, as in PyTorch: a deep copy has its
+    own ``data``, ``grad`` and counter; a pickle keeps ``data`` and ``requires_grad`` (not
+    ``grad``). For the result of an op both refuse (copy or pickle ``t.detach()``);
+    ``copy.copy(t)`` is a second handle on the same data, graph node and counter.
 
     ==========================================  ==========================================
     ``t[idx] = v``, ``t += v`` (also ``-= *= /= **= @=``) on ...
@@ -167,6 +177,45 @@ class Tensor:
         t = Tensor._make(self.data)
         t._version = self._version
         return t
+
+    # ---- copy and pickle (as PyTorch: only leaves; a graph is never copied or pickled) -----
+    def __copy__(self) -> Tensor:
+        """A second handle on the same data, grad, graph node and version counter."""
+        t = object.__new__(type(self))
+        for name in ("data", "grad", "requires_grad", "_node", "_version"):
+            setattr(t, name, getattr(self, name))
+        return t
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A leaf's copy: its own ``data``, ``grad`` and version counter, same
+        ``requires_grad``. A non-leaf refuses: copying it would copy its whole graph,
+        leaves included, and a backward through the copy would fill the copies' ``.grad``."""
+        if self._node is not None:
+            raise RuntimeError(
+                f"deepcopy of the result of op '{self._node.op}': only Tensors created "
+                "explicitly by the user (graph leaves) support the deepcopy protocol, as in "
+                "PyTorch; deepcopy t.detach() for its values"
+            )
+        t = object.__new__(type(self))  # a Parameter stays a Parameter
+        memo[id(self)] = t
+        t.data = copy.deepcopy(self.data, memo)
+        t.grad = copy.deepcopy(self.grad, memo)
+        t.requires_grad = self.requires_grad
+        t._node = None
+        t._version = [0, 0]
+        return t
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """A leaf pickles as ``Tensor(data, requires_grad)``; ``.grad`` is not kept, as in
+        PyTorch. A non-leaf refuses (its graph holds functions that cannot be pickled)."""
+        if self._node is not None:
+            raise TypeError(
+                f"pickle of the result of op '{self._node.op}': a non-leaf Tensor cannot be "
+                "pickled (its graph would be lost); pickle t.detach() or t.data instead"
+            )
+        if type(self) is not Tensor:  # a subclass (Parameter) is rebuilt from its data
+            return (type(self), (self.data,))
+        return (Tensor, (self.data, self.requires_grad))
 
     @property
     def version(self) -> int:
