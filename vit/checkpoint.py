@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from .data import Normalizer
+from .files import shorten
 from .model import TinyViT, check_config, limits, parameter_shapes, parse_config
-from .npz import load_npz, save_npz_atomic
+from .npz import json_entry, load_npz, save_npz_atomic
 
 __all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
            "rng_to_array", "rng_from_array", "BIT_GENERATORS"]
@@ -65,6 +66,29 @@ RNG_SCHEMA = {
 }
 
 
+def _pcg_degenerate(state: dict) -> str | None:
+    inc = state["state"]["inc"]
+    if inc % 2 == 0:  # seeding always makes it odd; state 0, inc 0 stays 0 for ever
+        return (f"rng.state.inc: got {shorten(inc)}; expected an odd integer (a seeded PCG "
+                "generator's increment is odd: an even one can repeat one number for ever)")
+    return None
+
+
+def _mt_degenerate(state: dict) -> str | None:
+    key = state["state"]["key"]
+    # only the top bit of key[0] is part of the state (19937 = 32 * 624 - 31 bits)
+    if not (key[0] & 0x80000000) and not key[1:].any():
+        return ("rng.state.key: got an all-zero MT19937 state; expected a state some seed "
+                "gives (from all zeros it outputs only zeros, and sampling never ends)")
+    return None
+
+
+#: Generator -> the check of a state in range but degenerate (a generator stuck for ever:
+#: ``rng.beta`` then loops without end). Philox and SFC64 count, so no state is stuck.
+RNG_DEGENERATE = {"PCG64": _pcg_degenerate, "PCG64DXSM": _pcg_degenerate,
+                  "MT19937": _mt_degenerate}
+
+
 def _bound(bound: int) -> str:
     return f"2**{bound.bit_length() - 1}" if bound > 1024 else str(bound)
 
@@ -99,9 +123,9 @@ def rng_to_array(rng: np.random.Generator) -> np.ndarray:
 
 def rng_from_array(value: np.ndarray) -> np.random.Generator:
     """A generator in exactly the state :func:`rng_to_array` saved. The bit generator must be
-    one of ``BIT_GENERATORS`` and its state match ``RNG_SCHEMA`` (types and ranges); a
-    one-line ValueError naming the field otherwise."""
-    state = _json_entry(value, "rng")
+    one of ``BIT_GENERATORS``, its state match ``RNG_SCHEMA`` (types and ranges) and not be
+    degenerate (``RNG_DEGENERATE``); a one-line ValueError naming the field otherwise."""
+    state = json_entry(value, "rng")
     if not isinstance(state, dict):
         raise ValueError(f"rng: got a JSON {type(state).__name__}; expected an object with a "
                          "'bit_generator' name and its 'state'")
@@ -111,23 +135,12 @@ def rng_from_array(value: np.ndarray) -> np.random.Generator:
                          f"{', '.join(BIT_GENERATORS)}")
     rest = {k: v for k, v in state.items() if k != "bit_generator"}
     checked = _checked_state(rest, RNG_SCHEMA[name], "rng")
+    problem = RNG_DEGENERATE.get(name, lambda _: None)(checked)
+    if problem:
+        raise ValueError(problem)
     bit_generator = BIT_GENERATORS[name](0)
     bit_generator.state = {"bit_generator": name, **checked}
     return np.random.Generator(bit_generator)
-
-
-def _json_entry(value: Any, entry: str) -> Any:
-    """The JSON held by a 0-d string array (NaN and Infinity are read as floats, for the
-    field checks to name)."""
-    value = np.asarray(value)
-    if value.shape != () or value.dtype.kind != "U":
-        raise ValueError(f"{entry}: got {value.dtype} of shape {value.shape}; expected a 0-d "
-                         "string of JSON")
-    try:
-        return json.loads(str(value))
-    except (ValueError, RecursionError) as e:
-        raise ValueError(f"{entry}: not JSON ({type(e).__name__}: {str(e)[:80]}); expected "
-                         "JSON text") from None
 
 
 @dataclass
@@ -193,9 +206,12 @@ _SCHED["constant"] = _SCHED["cosine"]
 
 
 def _describe(a: np.ndarray) -> str:
-    shown = repr(a.item()) if a.size == 1 and a.dtype.kind in "biufU" else \
-        f"shape {a.shape}"
-    return f"{a.dtype} {shown}" if a.size == 1 else f"{a.dtype} of shape {a.shape}"
+    """An entry's dtype and shape, and its value if it holds one (cut: ``shorten``)."""
+    if a.size == 1 and a.dtype.kind in "biufU":
+        value = shorten(a.reshape(()).item())
+        return f"{a.dtype} {value}" if a.shape == () else \
+            f"{a.dtype} of shape {a.shape} holding {value}"
+    return f"{a.dtype} of shape {a.shape}"
 
 
 def _scalar(arrays: dict, key: str, spec, where: str):
@@ -215,7 +231,8 @@ def _scalar(arrays: dict, key: str, spec, where: str):
     if not ok:
         span = f"{'>' if low_open else '>='} {low}" + (
             "" if high is None else f" and {'<' if high_open else '<='} {high}")
-        raise ValueError(f"{where}: entry {key!r} holds {value!r}; expected {want} {span}")
+        raise ValueError(f"{where}: entry {key!r} holds {shorten(value)}; expected {want} "
+                         f"{span}")
     return value
 
 
@@ -312,7 +329,7 @@ def _check_sched(arrays: dict, options, where: str) -> None:
 
 def _options_entry(arrays: dict, where: str):
     from .train import TrainOptions  # vit.train imports this module
-    values = _json_entry(arrays["options"], f"{where}: entry 'options'")
+    values = json_entry(arrays["options"], f"{where}: entry 'options'")
     if not isinstance(values, dict):
         raise ValueError(f"{where}: entry 'options' is a JSON {type(values).__name__}; "
                          "expected a JSON object of training options")
