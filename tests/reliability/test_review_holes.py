@@ -246,3 +246,69 @@ def test_a_non_zip_file_is_refused_without_echoing_it(tmp_path):
         load_npz(secret)
     message = str(info.value)
     assert "root" not in message.replace(str(tmp_path), "") and "zip" in message, message
+
+
+# ---- R3: what is built from a data file is bounded, not only the file --------------------------
+def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
+    """259 KB of .gz: 340000 28x28 images of zeros, 256 MB decoded (under the floor), 1 GB as
+    float32 and 4.4 GB through load_data + Normalizer before the fix."""
+    from hostile_util import idx_gz
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    idx_gz(folder / "train-images-idx3-ubyte.gz", (340_000, 28, 28))
+    idx_gz(folder / "train-labels-idx1-ubyte.gz", (340_000,))
+    result, rss = run_limited(f"from vit.data import load_data\nload_data({str(folder)!r})",
+                              limit_mb=900)
+    assert result.startswith("ValueError") and "float32" in result, result
+    assert rss < 500_000, rss  # the 256 MB of uint8 it had to read to count, and no more
+
+
+def test_the_data_size_bound_is_in_float32_of_the_file_size(tmp_path):
+    from vit.data import MAX_DATA_ELEMENTS, load_npz_dataset
+    from vit.files import EXPANSION_FLOOR
+    n = EXPANSION_FLOOR // 4 // 64 + 1  # 8x8 images, one more than the floor allows in float32
+    np.savez_compressed(tmp_path / "z.npz", x=np.zeros((n, 8, 8), np.uint8),
+                        y=np.arange(n) % 2)
+    with pytest.raises(ValueError, match="float32") as info:
+        load_npz_dataset(tmp_path / "z.npz")
+    assert f"{64 * n:,} pixels" in str(info.value)
+    assert MAX_DATA_ELEMENTS * 4 >= EXPANSION_FLOOR
+
+
+def test_a_shape_the_model_does_not_take_is_refused_before_conversion(tmp_path):
+    from vit.data import load_data
+    np.savez(tmp_path / "d.npz", x=np.zeros((10, 6, 6), np.uint8), y=np.arange(10) % 2)
+    with pytest.raises(ValueError, match=r"6x6.*expected 1x8x8"):
+        load_data(tmp_path / "d.npz", image_shape=(1, 8, 8))
+    assert load_data(tmp_path / "d.npz", image_shape=(1, 6, 6)).image_shape == (1, 6, 6)
+
+
+def test_chunked_normalizing_equals_the_whole_array_in_float64():
+    from vit import data as vdata
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((37, 2, 5, 5)) * 1e3 + 5e3).astype(np.float32)
+    whole = x.astype(np.float64)
+    mean, std = whole.mean(axis=(0, 2, 3)), whole.std(axis=(0, 2, 3))
+    expected = ((whole - mean[:, None, None]) / std[:, None, None]).astype(np.float32)
+    old = vdata.CHUNK_ELEMENTS
+    try:
+        vdata.CHUNK_ELEMENTS = 3 * 50  # three images a chunk: 13 chunks
+        norm = vdata.Normalizer.fit(x)
+        got = norm(x)
+    finally:
+        vdata.CHUNK_ELEMENTS = old
+    eps = np.finfo(np.float64).eps
+    assert np.allclose(norm.mean, mean, rtol=64 * eps, atol=0)
+    assert np.allclose(norm.std, std, rtol=64 * eps * 1e4, atol=0)  # cancellation of 5e3 +- 1e3
+    assert np.allclose(got, expected, rtol=0, atol=4 * np.finfo(np.float32).eps * 4)
+
+
+def test_normalizing_a_big_set_stays_near_its_float32_size():
+    """60000 28x28 float32 images (188 MB): before, fit and normalize made two float64 copies
+    (376 MB each)."""
+    body = ("import numpy as np\nfrom vit.data import Normalizer\n"
+            "x = np.ones((60000, 1, 28, 28), np.float32)\n"
+            "n = Normalizer.fit(x)\ny = n(x)\nassert y.dtype == np.float32")
+    result, rss = run_limited(body, limit_mb=None)
+    assert result == "ok", result
+    assert rss < 110_000 + 2 * 188_000 + 100_000, rss  # import + x + y + chunks
