@@ -347,10 +347,11 @@ def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES) -> np.
                                      f"expected {4 + 4 * ndim})")
                 shape = struct.unpack(f">{ndim}I", sizes)
                 dtype = np.dtype(_IDX_TYPES[code])
-                expected = dtype.itemsize
+                expected, span = dtype.itemsize, dtype.itemsize
                 for n in shape:
                     expected *= n
-                if expected > limit:
+                    span *= max(n, 1)  # (0, 2**32-1, 2**32-1) holds nothing, but no array
+                if span > limit:       # has such a shape ("array is too big")
                     raise ValueError(f"{path}: declares shape {shape} of {dtype.str} "
                                      f"({expected:,} bytes); expected at most {limit:,} bytes "
                                      "(a corrupt or hostile header)")

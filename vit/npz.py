@@ -181,12 +181,13 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
                     with zf.open(info) as fp:
                         shape, fortran, dtype, header = _member_header(fp, name, where)
                     _check_member_dtype(dtype, shape, name, where)
-                    count = 1
+                    count, span = 1, dtype.itemsize
                     for n in shape:
                         count *= n
-                    nbytes = count * dtype.itemsize
+                        span *= max(n, 1)  # an empty shape too big for any array is refused
+                    nbytes = count * dtype.itemsize  # itemsize >= 1: bounds the count too
                     total += nbytes
-                    if total > limit:
+                    if total > limit or span > limit:
                         raise ValueError(
                             f"{where}: member {name!r} declares shape {shape} of "
                             f"{dtype} ({nbytes:,} bytes); expected at most {limit:,} bytes "

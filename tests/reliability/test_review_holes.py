@@ -312,3 +312,38 @@ def test_normalizing_a_big_set_stays_near_its_float32_size():
     result, rss = run_limited(body, limit_mb=None)
     assert result == "ok", result
     assert rss < 110_000 + 2 * 188_000 + 100_000, rss  # import + x + y + chunks
+
+
+# ---- E4, E5: sizes no array can have; memory a machine does not have --------------------------
+def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
+    from hostile_util import idx_gz
+    from vit.data import read_idx
+    path = idx_gz(tmp_path / "train-images-idx3-ubyte.gz", (0, 2**32 - 1, 2**32 - 1))
+    with pytest.raises(ValueError) as info:
+        read_idx(path)
+    assert "train-images-idx3-ubyte.gz" in str(info.value), str(info.value)
+    assert "expected" in str(info.value), str(info.value)
+
+
+def test_an_empty_npz_shape_too_big_for_any_array_is_refused(tmp_path):
+    from vit.npz import load_npz
+    path = _npz_member(tmp_path / "e.npz", "<f8", (0, 2**40, 2**40))
+    with pytest.raises(ValueError) as info:
+        load_npz(path)
+    assert "x.npy" in str(info.value) and "at most" in str(info.value), str(info.value)
+
+
+def test_the_cli_reports_running_out_of_memory_in_one_line(tmp_path):
+    """A model within a raised --max-parameters that the address space cannot hold."""
+    from reliability_util import python_m_vit
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))
+    proc = python_m_vit(["--max-parameters", "100000000000", "train", "--dim", "20000",
+                         "--heads", "4", "--epochs", "1", "--out", tmp_path / "run"],
+                        preexec_fn=cap)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not enough memory" in lines[0] and "bytes" in lines[0], lines[0]
