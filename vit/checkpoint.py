@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from .data import Normalizer
+from .data import Normalizer, check_statistics
 from .files import shorten
 from .model import TinyViT, check_config, limits, parameter_shapes, parse_config
 from .npz import json_entry, load_npz, save_npz_atomic
 
 __all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
-           "rng_to_array", "rng_from_array", "BIT_GENERATORS"]
+           "rng_to_array", "rng_from_array", "check_progress", "BIT_GENERATORS"]
 
 FORMAT = "vit-train/1"
 
@@ -205,6 +205,9 @@ _SCHED = {
 _SCHED["constant"] = _SCHED["cosine"]
 
 
+_I64_MAX = 2**63 - 1
+
+
 def _describe(a: np.ndarray) -> str:
     """An entry's dtype and shape, and its value if it holds one (cut: ``shorten``)."""
     if a.size == 1 and a.dtype.kind in "biufU":
@@ -226,11 +229,14 @@ def _scalar(arrays: dict, key: str, spec, where: str):
     value = a.item()
     if kind == "bool":
         return value
+    if kind == "int" and high is None:
+        high = _I64_MAX  # every counter is an int64 where it is used (a uint64 may be 2**64-1)
     ok = np.isfinite(value) and (low is None or (value > low if low_open else value >= low)) \
         and (high is None or (value < high if high_open else value <= high))
     if not ok:
         span = f"{'>' if low_open else '>='} {low}" + (
-            "" if high is None else f" and {'<' if high_open else '<='} {high}")
+            "" if high is None else f" and {'<' if high_open else '<='} "
+            f"{'2**63 - 1' if high == _I64_MAX else high}")
         raise ValueError(f"{where}: entry {key!r} holds {shorten(value)}; expected {want} "
                          f"{span}")
     return value
@@ -268,7 +274,7 @@ def _optimizer_params(options, shapes: dict) -> list[tuple[int, ...]]:
     return list(shapes.values())
 
 
-def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: str) -> None:
+def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: str) -> int:
     kind = "sgd" if options.probe else options.optimizer
     hyper, buffers, counters = _OPTIM[kind]
     params = _optimizer_params(options, shapes)
@@ -312,11 +318,19 @@ def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: st
                              f"{sorted(buffers + counters)} or none")
         for n in buffers if present else ():
             _finite_array(arrays, f"optim/state.{i}.{n}", shape, dtype, where)
-        for n in counters if present else ():
-            _scalar(arrays, f"optim/state.{i}.{n}", ("int", 0, steps, False, False), where)
+            if n == "exp_avg_sq" and np.any(arrays[f"optim/state.{i}.{n}"] < 0):
+                raise ValueError(f"{where}: entry 'optim/state.{i}.{n}' holds negative values; "
+                                 "expected a running mean of squares, every value >= 0")
+        for n in counters if present else ():  # every parameter steps with the optimizer
+            value = _scalar(arrays, f"optim/state.{i}.{n}", _INT, where)
+            if value != steps:
+                raise ValueError(f"{where}: entry 'optim/state.{i}.{n}' holds {value}; expected "
+                                 f"optim/step_count = {steps} (each parameter is updated at "
+                                 "every step)")
+    return steps
 
 
-def _check_sched(arrays: dict, options, where: str) -> None:
+def _check_sched(arrays: dict, options, where: str) -> dict:
     schema = _SCHED[options.schedule]
     _check_keys(arrays, {f"sched/{k}" for k in schema}, "sched/", where)
     values = {k: _scalar(arrays, f"sched/{k}", spec, where) for k, spec in schema.items()}
@@ -325,6 +339,28 @@ def _check_sched(arrays: dict, options, where: str) -> None:
         if key in values and values[key] > total:
             raise ValueError(f"{where}: entry 'sched/{key}' holds {values[key]}; expected at "
                              f"most sched/total_steps = {total}")
+    return values
+
+
+def check_progress(ck: Checkpoint, steps_per_epoch: int, where: str) -> None:
+    """The counters of a checkpoint against the data it resumes on (``vit train --resume``,
+    before the state is loaded): the schedule spans the options' epochs of
+    ``steps_per_epoch`` steps (ceil(N / batch_size), a count only the data gives), it stands
+    at ``epoch`` full epochs, and the optimizer took the same steps (a probe's closed-form
+    update never steps its optimizer: 0). One ValueError naming the entry otherwise."""
+    epochs, total = ck.options["epochs"], int(ck.sched["total_steps"])
+    if total != epochs * steps_per_epoch:
+        raise ValueError(f"{where}: entry 'sched/total_steps' holds {total}; expected epochs x "
+                         f"steps per epoch = {epochs} x {steps_per_epoch} for this data "
+                         f"({steps_per_epoch} steps per epoch)")
+    last, steps = int(ck.sched["last_step"]), int(ck.optim["step_count"])
+    if last != ck.epoch * steps_per_epoch:
+        raise ValueError(f"{where}: entry 'sched/last_step' holds {last}; expected epoch x "
+                         f"steps per epoch = {ck.epoch} x {steps_per_epoch}")
+    if steps != (0 if ck.options["probe"] else last):
+        raise ValueError(f"{where}: entry 'optim/step_count' holds {steps} but 'sched/last_step' "
+                         f"holds {last}; expected the same (one schedule step per update"
+                         f"{'; 0 for a probe' if ck.options['probe'] else ''})")
 
 
 def _options_entry(arrays: dict, where: str):
@@ -376,9 +412,8 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
     _scalar(arrays, "epoch", ("int", 0, options.epochs, False, False), where)
     for key in ("norm/mean", "norm/std"):
         _finite_array(arrays, key, (config["in_chans"],), np.dtype(np.float64), where)
-    if not np.all(arrays["norm/std"] > 0):
-        raise ValueError(f"{where}: entry 'norm/std' holds {arrays['norm/std'].tolist()}; "
-                         "expected every channel's std > 0")
+    check_statistics(arrays["norm/mean"], arrays["norm/std"], f"{where}: entry 'norm/mean'",
+                     f"{where}: entry 'norm/std'")
     try:
         rng = rng_from_array(arrays["rng"])
     except ValueError as e:

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into
+from .files import (MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into,
+                    shorten)
 from .npz import load_npz
 
-__all__ = ["Dataset", "Normalizer", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
+__all__ = ["Dataset", "Normalizer", "check_statistics", "STD_FLOOR", "MAX_MEAN", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
            "MAX_CLASSES", "MAX_DATA_ELEMENTS", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
            "load_data", "position_task"]
 
@@ -73,6 +74,28 @@ class Dataset:
                 f"{c}x{h}x{w}, {self.num_classes} classes")
 
 
+#: The smallest std a Normalizer divides by (float32's smallest normal number: below it,
+#: normalized float32 inputs overflow to inf) and the largest |mean| it subtracts (float32's
+#: largest: the mean of any float32 pixels), for ``check_statistics`` (a checkpoint's norm/
+#: entries too).
+STD_FLOOR = float(np.finfo(np.float32).tiny)
+MAX_MEAN = float(np.finfo(np.float32).max)
+
+
+def check_statistics(mean: np.ndarray, std: np.ndarray, mean_name: str, std_name: str) -> None:
+    """ValueError unless every mean is finite with |mean| <= MAX_MEAN and every std finite
+    and >= STD_FLOOR (float64 arrays of shape (C,)); the names say where they came from."""
+    for values, name, ok, want in (
+            (mean, mean_name, np.isfinite(mean) & (np.abs(mean) <= MAX_MEAN),
+             f"finite numbers with |mean| <= {MAX_MEAN:.4g} (float32's largest)"),
+            (std, std_name, np.isfinite(std) & (std >= STD_FLOOR),
+             f"finite numbers >= {STD_FLOOR:.3g} (float32's smallest normal number; every "
+             "channel's std > 0)")):
+        if not ok.all():
+            bad = values[~ok][:4].tolist()
+            raise ValueError(f"{name}: holds {shorten(bad)}; expected {want}")
+
+
 @dataclass
 class Normalizer:
     """Per-channel ``(x - mean) / std`` with statistics from the training pixels."""
@@ -94,9 +117,7 @@ class Normalizer:
         if self.mean.shape != self.std.shape:
             raise ValueError(f"Normalizer: mean of shape {self.mean.shape} and std of shape "
                              f"{self.std.shape}; expected the same (C,)")
-        if not np.all(self.std > 0):
-            raise ValueError(f"Normalizer std: got {self.std.tolist()}; expected every "
-                             "channel's std > 0")
+        check_statistics(self.mean, self.std, "Normalizer mean", "Normalizer std")
 
     @classmethod
     def fit(cls, x_train: np.ndarray) -> Normalizer:
@@ -113,7 +134,7 @@ class Normalizer:
         var = sum(np.square(c - mean[:, None, None]).sum(axis=(0, 2, 3))
                   for c in _chunks64(x)) / n
         std = np.sqrt(var)
-        return cls(mean, np.where(std > 0, std, 1.0))
+        return cls(mean, np.where(std >= STD_FLOOR, std, 1.0))  # constant channels: 1
 
     def __call__(self, x: np.ndarray, dtype=np.float32) -> np.ndarray:
         """Normalized images in ``dtype``, computed in float64 a chunk of images at a time
@@ -317,13 +338,15 @@ def load_digits(image_shape: tuple | None = None) -> Dataset:
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
+def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES,
+             as_itemsize: int = 1) -> np.ndarray:
     """One IDX file (gzip-compressed if its name ends in ``.gz``) as a native-endian array.
 
     Format: two zero bytes, a type code, the number of dimensions d, then d big-endian uint32
     sizes and the data, big-endian, row-major. The magic number is checked, the declared size
     is bounded by ``vit.files.decoded_limit(file size, max_bytes)`` before anything is
-    allocated, and the file must hold exactly the declared data: it is read (decompressed) in
+    allocated (at ``as_itemsize`` bytes an element if more: what it is converted to), and the
+    file must hold exactly the declared data: it is read (decompressed) in
     chunks up to that size, so trailing bytes are refused without inflating them.
     """
     path = _path(path, "read_idx path")
@@ -347,13 +370,15 @@ def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES) -> np.
                                      f"expected {4 + 4 * ndim})")
                 shape = struct.unpack(f">{ndim}I", sizes)
                 dtype = np.dtype(_IDX_TYPES[code])
-                expected, span = dtype.itemsize, dtype.itemsize
+                expected, span = dtype.itemsize, max(dtype.itemsize, as_itemsize)
                 for n in shape:
                     expected *= n
                     span *= max(n, 1)  # (0, 2**32-1, 2**32-1) holds nothing, but no array
                 if span > limit:       # has such a shape ("array is too big")
+                    became = "" if span == expected else f", {span:,} as it is converted"
                     raise ValueError(f"{path}: declares shape {shape} of {dtype.str} "
-                                     f"({expected:,} bytes); expected at most {limit:,} bytes "
+                                     f"({expected:,} bytes{became}); expected at most "
+                                     f"{limit:,} bytes "
                                      "(a corrupt or hostile header)")
                 data = np.empty(shape, dtype)
                 got = read_into(f, memoryview(data.reshape(-1).view(np.uint8)))
@@ -396,7 +421,7 @@ def load_idx_folder(folder: str | os.PathLike, image_shape: tuple | None = None)
             raise ValueError(f"{folder}: found {have.name} but no {prefix}-{lack}-ubyte[.gz]")
         if images is None:
             continue
-        x, y = read_idx(images), read_idx(labels)
+        x, y = read_idx(images, as_itemsize=4), read_idx(labels)  # images become float32
         file_bytes += os.path.getsize(images) + os.path.getsize(labels)
         if x.ndim != 3:
             raise ValueError(f"{images}: {x.ndim}-D; expected 3-D images (magic 0x00000803)")

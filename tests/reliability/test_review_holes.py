@@ -259,8 +259,9 @@ def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
     idx_gz(folder / "train-labels-idx1-ubyte.gz", (340_000,))
     result, rss = run_limited(f"from vit.data import load_data\nload_data({str(folder)!r})",
                               limit_mb=900)
-    assert result.startswith("ValueError") and "float32" in result, result
-    assert rss < 500_000, rss  # the 256 MB of uint8 it had to read to count, and no more
+    assert result.startswith("ValueError") and "converted" in result, result
+    assert "train-images-idx3-ubyte.gz" in result, result
+    assert rss < 150_000, rss  # refused from the header: not even the 256 MB of uint8
 
 
 def test_the_data_size_bound_is_in_float32_of_the_file_size(tmp_path):
@@ -347,3 +348,77 @@ def test_the_cli_reports_running_out_of_memory_in_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "not enough memory" in lines[0] and "bytes" in lines[0], lines[0]
+
+
+# ---- S4: the counters, buffers and statistics agree with each other ---------------------------
+def _consistent(tmp_path, **change):
+    """small_checkpoint with a schedule of 2 epochs x 1 step, after epoch 1: every counter
+    says one step (``change`` applied on top)."""
+    return small_checkpoint(tmp_path / "ck.npz", **{"sched/total_steps": np.array(2), **change})
+
+
+def test_a_consistent_checkpoint_loads(tmp_path):
+    from vit.checkpoint import check_progress, load_checkpoint
+    ck = load_checkpoint(_consistent(tmp_path))
+    check_progress(ck, steps_per_epoch=1, where="ck")
+    with pytest.raises(ValueError, match=r"sched/total_steps.*2.*3 steps per epoch"):
+        check_progress(ck, steps_per_epoch=3, where="ck")
+
+
+PROGRESS_CASES = {
+    "total-for-other-data": (dict(sched__total_steps=np.array(10)), ["total_steps", "10",
+                                                                      "2 x 1"]),
+    "last-step-behind": (dict(sched__last_step=np.array(0)), ["last_step", "0", "1 x 1"]),
+    "steps-ahead-of-epoch": (dict(epoch=np.array(0)), ["last_step", "1", "0 x 1"]),
+    "optimizer-behind": ({}, ["step_count", "0", "last_step"]),  # step_count set below
+}
+
+
+@pytest.mark.parametrize("case", list(PROGRESS_CASES))
+def test_counters_that_disagree_with_the_data_are_refused_before_resuming(tmp_path, case):
+    """Only the data tells the steps per epoch: ``vit.train`` checks them before it loads
+    the state (``check_progress``); the checkpoint alone loads."""
+    from vit.checkpoint import check_progress, load_checkpoint
+    change, words = PROGRESS_CASES[case]
+    ck = load_checkpoint(_consistent(tmp_path, **change))
+    if case == "optimizer-behind":  # in the file, the per-parameter steps would differ first
+        ck.optim["step_count"] = np.array(0)
+    with pytest.raises(ValueError) as info:
+        check_progress(ck, steps_per_epoch=1, where="ck")
+    message = str(info.value)
+    for w in words:
+        assert w in message, f"{message!r} does not name {w!r}"
+
+
+S4_CASES = {
+    "param-step-behind": ({"optim/state.0.step": np.array(0)}, ["state.0.step", "0"]),
+    "uint64-huge": (dict(sched__total_steps=np.array(2**64 - 2, np.uint64)),
+                    ["total_steps", "2**63"]),
+    "exp-avg-sq-negative": ({"optim/state.0.exp_avg_sq": -np.ones((1, 1, 8), np.float32)},
+                            ["exp_avg_sq", ">= 0"]),
+    "norm-std-tiny": (dict(norm__std=np.array([1e-300])), ["norm/std", "1e-300"]),
+    "norm-mean-huge": (dict(norm__mean=np.array([1e39])), ["norm/mean", "1e+39"]),
+}
+
+
+@pytest.mark.parametrize("case", list(S4_CASES))
+def test_inconsistent_counters_or_statistics_are_refused(tmp_path, case):
+    from vit.checkpoint import load_checkpoint
+    change, words = S4_CASES[case]
+    path = _consistent(tmp_path, **change)
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert "\n" not in message and "expected" in message, message
+    for w in words:
+        assert w in message, f"{message!r} does not name {w!r}"
+
+
+def test_the_normalizer_refuses_what_would_overflow_normalized_inputs():
+    from vit.data import Normalizer
+    with pytest.raises(ValueError, match="std"):
+        Normalizer(np.zeros(1), np.array([1e-300]))
+    with pytest.raises(ValueError, match="mean"):
+        Normalizer(np.array([1e39]), np.ones(1))
+    f32 = np.finfo(np.float32)
+    Normalizer(np.array([float(f32.max)]), np.array([float(f32.tiny)]))  # the edges hold
