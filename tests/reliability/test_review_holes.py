@@ -285,7 +285,7 @@ def test_a_shape_the_model_does_not_take_is_refused_before_conversion(tmp_path):
 
 
 def test_chunked_normalizing_equals_the_whole_array_in_float64():
-    from vit import data as vdata
+    from vit import normalizer as vdata
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((37, 2, 5, 5)) * 1e3 + 5e3).astype(np.float32)
     whole = x.astype(np.float64)
