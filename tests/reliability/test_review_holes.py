@@ -209,6 +209,7 @@ def test_a_metrics_row_with_a_huge_epoch_is_refused():
 def test_plot_of_a_huge_epoch_is_exit_2(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
+    small_checkpoint(run / "checkpoint.npz")  # plot reads the run's checkpoint first
     row = {"epoch": 10**400, "train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0,
            "test_acc": 0.5, "lr": 0.1, "seconds": 1.0}
     (run / "metrics.jsonl").write_text(json.dumps(row) + "\n")
