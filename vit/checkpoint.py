@@ -24,110 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from .data import Normalizer
+from .data import Normalizer, check_statistics
+from .files import shorten
 from .model import TinyViT, check_config, limits, parameter_shapes, parse_config
-from .npz import load_npz, save_npz_atomic
+from .npz import json_entry, load_npz, save_npz_atomic
+from .rngstate import BIT_GENERATORS, rng_from_array, rng_to_array  # re-exported
 
 __all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
-           "rng_to_array", "rng_from_array", "BIT_GENERATORS"]
+           "rng_to_array", "rng_from_array", "check_progress", "BIT_GENERATORS"]
 
 FORMAT = "vit-train/1"
 
 
 def _json_array(value: Any) -> np.ndarray:
     return np.array(json.dumps(value, sort_keys=True))
-
-
-def _plain(value: Any) -> Any:
-    """A bit generator's state in JSON types (arrays -> lists of ints)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return int(value) if isinstance(value, np.integer) else value
-
-
-#: The bit generators a checkpoint may name: an allow-list, so a name read from a file never
-#: reaches ``getattr(np.random, ...)`` (``"test"`` would run NumPy's test runner).
-BIT_GENERATORS = {"PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM,
-                  "Philox": np.random.Philox, "SFC64": np.random.SFC64,
-                  "MT19937": np.random.MT19937}
-_U32, _U64, _U128 = 2**32, 2**64, 2**128
-_PCG = {"state": {"state": _U128, "inc": _U128}, "has_uint32": 2, "uinteger": _U32}
-#: Each generator's state: key -> an exclusive bound of an integer, (count, bound) for a
-#: list of integers (stored as uint32/uint64 arrays), or a nested dict.
-RNG_SCHEMA = {
-    "PCG64": _PCG, "PCG64DXSM": _PCG,
-    "Philox": {"state": {"counter": (4, _U64), "key": (2, _U64)}, "buffer": (4, _U64),
-               "buffer_pos": 5, "has_uint32": 2, "uinteger": _U32},
-    "SFC64": {"state": {"state": (4, _U64)}, "has_uint32": 2, "uinteger": _U32},
-    "MT19937": {"state": {"key": (624, _U32), "pos": 625}},
-}
-
-
-def _bound(bound: int) -> str:
-    return f"2**{bound.bit_length() - 1}" if bound > 1024 else str(bound)
-
-
-def _checked_state(value: Any, schema: Any, name: str) -> Any:
-    """``value`` checked against ``schema`` (see RNG_SCHEMA), lists converted to arrays."""
-    if isinstance(schema, dict):
-        if not isinstance(value, dict) or set(value) != set(schema):
-            got = sorted(value) if isinstance(value, dict) else type(value).__name__
-            raise ValueError(f"{name}: got {got}; expected an object with keys "
-                             f"{sorted(schema)}")
-        return {k: _checked_state(value[k], schema[k], f"{name}.{k}") for k in schema}
-    count, bound = schema if isinstance(schema, tuple) else (None, schema)
-    items = value if count is not None else [value]
-    if count is not None and not (isinstance(value, list) and len(value) == count):
-        shown = f"a list of {len(value)}" if isinstance(value, list) else repr(value)[:40]
-        raise ValueError(f"{name}: got {shown}; expected a list of {count} integers in "
-                         f"[0, {_bound(bound)})")
-    for item in items:
-        if type(item) is not int or not 0 <= item < bound:
-            raise ValueError(f"{name}: got {repr(item)[:60]}; expected an integer in "
-                             f"[0, {_bound(bound)})")
-    if count is None:
-        return value
-    return np.array(value, np.uint32 if bound == _U32 else np.uint64)
-
-
-def rng_to_array(rng: np.random.Generator) -> np.ndarray:
-    """The generator's full state as JSON in a 0-d string array."""
-    return _json_array(_plain(rng.bit_generator.state))
-
-
-def rng_from_array(value: np.ndarray) -> np.random.Generator:
-    """A generator in exactly the state :func:`rng_to_array` saved. The bit generator must be
-    one of ``BIT_GENERATORS`` and its state match ``RNG_SCHEMA`` (types and ranges); a
-    one-line ValueError naming the field otherwise."""
-    state = _json_entry(value, "rng")
-    if not isinstance(state, dict):
-        raise ValueError(f"rng: got a JSON {type(state).__name__}; expected an object with a "
-                         "'bit_generator' name and its 'state'")
-    name = state.get("bit_generator")
-    if not isinstance(name, str) or name not in BIT_GENERATORS:
-        raise ValueError(f"rng bit_generator: got {repr(name)[:60]}; expected one of "
-                         f"{', '.join(BIT_GENERATORS)}")
-    rest = {k: v for k, v in state.items() if k != "bit_generator"}
-    checked = _checked_state(rest, RNG_SCHEMA[name], "rng")
-    bit_generator = BIT_GENERATORS[name](0)
-    bit_generator.state = {"bit_generator": name, **checked}
-    return np.random.Generator(bit_generator)
-
-
-def _json_entry(value: Any, entry: str) -> Any:
-    """The JSON held by a 0-d string array (NaN and Infinity are read as floats, for the
-    field checks to name)."""
-    value = np.asarray(value)
-    if value.shape != () or value.dtype.kind != "U":
-        raise ValueError(f"{entry}: got {value.dtype} of shape {value.shape}; expected a 0-d "
-                         "string of JSON")
-    try:
-        return json.loads(str(value))
-    except (ValueError, RecursionError) as e:
-        raise ValueError(f"{entry}: not JSON ({type(e).__name__}: {str(e)[:80]}); expected "
-                         "JSON text") from None
 
 
 @dataclass
@@ -192,10 +102,16 @@ _SCHED = {
 _SCHED["constant"] = _SCHED["cosine"]
 
 
+_I64_MAX = 2**63 - 1
+
+
 def _describe(a: np.ndarray) -> str:
-    shown = repr(a.item()) if a.size == 1 and a.dtype.kind in "biufU" else \
-        f"shape {a.shape}"
-    return f"{a.dtype} {shown}" if a.size == 1 else f"{a.dtype} of shape {a.shape}"
+    """An entry's dtype and shape, and its value if it holds one (cut: ``shorten``)."""
+    if a.size == 1 and a.dtype.kind in "biufU":
+        value = shorten(a.reshape(()).item())
+        return f"{a.dtype} {value}" if a.shape == () else \
+            f"{a.dtype} of shape {a.shape} holding {value}"
+    return f"{a.dtype} of shape {a.shape}"
 
 
 def _scalar(arrays: dict, key: str, spec, where: str):
@@ -210,12 +126,16 @@ def _scalar(arrays: dict, key: str, spec, where: str):
     value = a.item()
     if kind == "bool":
         return value
+    if kind == "int" and high is None:
+        high = _I64_MAX  # every counter is an int64 where it is used (a uint64 may be 2**64-1)
     ok = np.isfinite(value) and (low is None or (value > low if low_open else value >= low)) \
         and (high is None or (value < high if high_open else value <= high))
     if not ok:
         span = f"{'>' if low_open else '>='} {low}" + (
-            "" if high is None else f" and {'<' if high_open else '<='} {high}")
-        raise ValueError(f"{where}: entry {key!r} holds {value!r}; expected {want} {span}")
+            "" if high is None else f" and {'<' if high_open else '<='} "
+            f"{'2**63 - 1' if high == _I64_MAX else high}")
+        raise ValueError(f"{where}: entry {key!r} holds {shorten(value)}; expected {want} "
+                         f"{span}")
     return value
 
 
@@ -251,7 +171,7 @@ def _optimizer_params(options, shapes: dict) -> list[tuple[int, ...]]:
     return list(shapes.values())
 
 
-def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: str) -> None:
+def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: str) -> int:
     kind = "sgd" if options.probe else options.optimizer
     hyper, buffers, counters = _OPTIM[kind]
     params = _optimizer_params(options, shapes)
@@ -295,11 +215,19 @@ def _check_optim(arrays: dict, options, shapes: dict, dtype: np.dtype, where: st
                              f"{sorted(buffers + counters)} or none")
         for n in buffers if present else ():
             _finite_array(arrays, f"optim/state.{i}.{n}", shape, dtype, where)
-        for n in counters if present else ():
-            _scalar(arrays, f"optim/state.{i}.{n}", ("int", 0, steps, False, False), where)
+            if n == "exp_avg_sq" and np.any(arrays[f"optim/state.{i}.{n}"] < 0):
+                raise ValueError(f"{where}: entry 'optim/state.{i}.{n}' holds negative values; "
+                                 "expected a running mean of squares, every value >= 0")
+        for n in counters if present else ():  # every parameter steps with the optimizer
+            value = _scalar(arrays, f"optim/state.{i}.{n}", _INT, where)
+            if value != steps:
+                raise ValueError(f"{where}: entry 'optim/state.{i}.{n}' holds {value}; expected "
+                                 f"optim/step_count = {steps} (each parameter is updated at "
+                                 "every step)")
+    return steps
 
 
-def _check_sched(arrays: dict, options, where: str) -> None:
+def _check_sched(arrays: dict, options, where: str) -> dict:
     schema = _SCHED[options.schedule]
     _check_keys(arrays, {f"sched/{k}" for k in schema}, "sched/", where)
     values = {k: _scalar(arrays, f"sched/{k}", spec, where) for k, spec in schema.items()}
@@ -308,11 +236,33 @@ def _check_sched(arrays: dict, options, where: str) -> None:
         if key in values and values[key] > total:
             raise ValueError(f"{where}: entry 'sched/{key}' holds {values[key]}; expected at "
                              f"most sched/total_steps = {total}")
+    return values
+
+
+def check_progress(ck: Checkpoint, steps_per_epoch: int, where: str) -> None:
+    """The counters of a checkpoint against the data it resumes on (``vit train --resume``,
+    before the state is loaded): the schedule spans the options' epochs of
+    ``steps_per_epoch`` steps (ceil(N / batch_size), a count only the data gives), it stands
+    at ``epoch`` full epochs, and the optimizer took the same steps (a probe's closed-form
+    update never steps its optimizer: 0). One ValueError naming the entry otherwise."""
+    epochs, total = ck.options["epochs"], int(ck.sched["total_steps"])
+    if total != epochs * steps_per_epoch:
+        raise ValueError(f"{where}: entry 'sched/total_steps' holds {total}; expected epochs x "
+                         f"steps per epoch = {epochs} x {steps_per_epoch} for this data "
+                         f"({steps_per_epoch} steps per epoch)")
+    last, steps = int(ck.sched["last_step"]), int(ck.optim["step_count"])
+    if last != ck.epoch * steps_per_epoch:
+        raise ValueError(f"{where}: entry 'sched/last_step' holds {last}; expected epoch x "
+                         f"steps per epoch = {ck.epoch} x {steps_per_epoch}")
+    if steps != (0 if ck.options["probe"] else last):
+        raise ValueError(f"{where}: entry 'optim/step_count' holds {steps} but 'sched/last_step' "
+                         f"holds {last}; expected the same (one schedule step per update"
+                         f"{'; 0 for a probe' if ck.options['probe'] else ''})")
 
 
 def _options_entry(arrays: dict, where: str):
     from .train import TrainOptions  # vit.train imports this module
-    values = _json_entry(arrays["options"], f"{where}: entry 'options'")
+    values = json_entry(arrays["options"], f"{where}: entry 'options'")
     if not isinstance(values, dict):
         raise ValueError(f"{where}: entry 'options' is a JSON {type(values).__name__}; "
                          "expected a JSON object of training options")
@@ -359,9 +309,8 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
     _scalar(arrays, "epoch", ("int", 0, options.epochs, False, False), where)
     for key in ("norm/mean", "norm/std"):
         _finite_array(arrays, key, (config["in_chans"],), np.dtype(np.float64), where)
-    if not np.all(arrays["norm/std"] > 0):
-        raise ValueError(f"{where}: entry 'norm/std' holds {arrays['norm/std'].tolist()}; "
-                         "expected every channel's std > 0")
+    check_statistics(arrays["norm/mean"], arrays["norm/std"], f"{where}: entry 'norm/mean'",
+                     f"{where}: entry 'norm/std'")
     try:
         rng = rng_from_array(arrays["rng"])
     except ValueError as e:

@@ -384,6 +384,17 @@ def _blas_threads(n: int):
     return blas_threads(n)
 
 
+def _out_of_memory(e: MemoryError) -> str:
+    """One line for a MemoryError: what could not be allocated, when NumPy says."""
+    shape, dtype = getattr(e, "shape", None), getattr(e, "dtype", None)
+    if shape is None or dtype is None:
+        return ("not enough memory (MemoryError); expected a smaller model, batch or data set "
+                "(or more memory)")
+    nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    return (f"not enough memory for a {np.dtype(dtype)} array of shape {tuple(shape)} "
+            f"({nbytes:,} bytes); expected a smaller model, batch or data set (or more memory)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; returns the exit status."""
     parser = build_parser()
@@ -401,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as e:  # a full disk, an I/O error: the last checkpoint is intact
         print(prefix + " ".join(str(e).split()), file=sys.stderr)
+        return 1
+    except MemoryError as e:  # a size within the bounds that this machine still cannot hold
+        print(prefix + _out_of_memory(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"\nvit {args.command}: interrupted; the last checkpoint is kept (continue with "

@@ -26,11 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import MAX_DECODED_BYTES, decoded_limit, open_regular, read_into
+from .files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into
+from .normalizer import (MAX_MEAN, STD_FLOOR, Normalizer, all_finite,  # re-exported
+                         check_statistics)
 from .npz import load_npz
 
-__all__ = ["Dataset", "Normalizer", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
-           "MAX_CLASSES", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
+__all__ = ["Dataset", "Normalizer", "check_statistics", "STD_FLOOR", "MAX_MEAN", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
+           "MAX_CLASSES", "MAX_DATA_ELEMENTS", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
            "load_data", "position_task"]
 
 #: The bundled digits (package data).
@@ -42,6 +44,10 @@ TEST_FRACTION = 0.2
 #: The most classes a data set may have (labels in [0, MAX_CLASSES)): one label of 10**10
 #: would otherwise build a head of 10**10 columns.
 MAX_CLASSES = 65_536
+#: The most pixels a data set may hold, train and test together, as the float32 it becomes
+#: (2**28 elements: 1 GiB), and at most ``vit.files.decoded_limit`` of its files' sizes in
+#: float32 bytes: a 259 KB .gz of 256 MB of zeros is refused before its 1 GB float32 copy.
+MAX_DATA_ELEMENTS = 1 << 28
 
 
 @dataclass
@@ -64,65 +70,6 @@ class Dataset:
         c, h, w = self.image_shape
         return (f"{self.name}: {len(self.x_train)} train / {len(self.x_test)} test images of "
                 f"{c}x{h}x{w}, {self.num_classes} classes")
-
-
-@dataclass
-class Normalizer:
-    """Per-channel ``(x - mean) / std`` with statistics from the training pixels."""
-
-    mean: np.ndarray  # (C,) float64
-    std: np.ndarray  # (C,) float64
-
-    def __post_init__(self) -> None:
-        for name in ("mean", "std"):
-            value = np.asarray(getattr(self, name))
-            if value.dtype.kind not in "biuf" or value.ndim != 1 or value.size == 0:
-                raise ValueError(f"Normalizer {name}: got {value.dtype} of shape {value.shape}; "
-                                 "expected real numbers of shape (C,), one per channel")
-            value = value.astype(np.float64)
-            if not np.isfinite(value).all():
-                raise ValueError(f"Normalizer {name}: got {value.tolist()}; expected finite "
-                                 "numbers")
-            setattr(self, name, value)
-        if self.mean.shape != self.std.shape:
-            raise ValueError(f"Normalizer: mean of shape {self.mean.shape} and std of shape "
-                             f"{self.std.shape}; expected the same (C,)")
-        if not np.all(self.std > 0):
-            raise ValueError(f"Normalizer std: got {self.std.tolist()}; expected every "
-                             "channel's std > 0")
-
-    @classmethod
-    def fit(cls, x_train: np.ndarray) -> Normalizer:
-        """Mean and standard deviation of every training pixel, per channel (std 0 -> 1),
-        computed in float64: float32 sums of large pixels overflow (std = inf) and lose
-        the small differences of large ones."""
-        x = _real_images(x_train, "Normalizer.fit x_train").astype(np.float64)
-        if not np.isfinite(x).all():
-            raise ValueError("Normalizer.fit x_train: got NaN or infinite pixels; expected "
-                             "finite values")
-        mean = x.mean(axis=(0, 2, 3))
-        std = x.std(axis=(0, 2, 3))
-        return cls(mean, np.where(std > 0, std, 1.0))
-
-    def __call__(self, x: np.ndarray, dtype=np.float32) -> np.ndarray:
-        """Normalized images in ``dtype``."""
-        x = _real_images(x, "Normalizer x")
-        if x.shape[1] != len(self.mean):
-            raise ValueError(f"Normalizer x: got {x.shape[1]}-channel images of shape {x.shape};"
-                             f" expected {len(self.mean)} channels, as fitted")
-        out = (np.asarray(x, np.float64) - self.mean[:, None, None]) / self.std[:, None, None]
-        return out.astype(dtype)
-
-
-def _real_images(x, where: str) -> np.ndarray:
-    """``x`` as a (N, C, H, W) array of real numbers with N >= 1, else a clear error."""
-    given = type(x).__name__
-    x = np.asarray(x)
-    if x.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: got {given} of dtype {x.dtype}; expected real-valued images")
-    if x.ndim != 4 or x.shape[0] == 0:
-        raise ValueError(f"{where}: got shape {x.shape}; expected (N, C, H, W) images, N >= 1")
-    return x
 
 
 def _count(name: str, value, low: int = 1) -> int:
@@ -167,7 +114,7 @@ def stratified_split(y: np.ndarray, test_fraction: float = TEST_FRACTION,
 
 # ---- validation ------------------------------------------------------------------------------
 def _images(x: np.ndarray, where: str) -> np.ndarray:
-    """(N, H, W) or (N, C, H, W) real finite images -> (N, C, H, W) float32."""
+    """(N, H, W) or (N, C, H, W) real images -> (N, C, H, W), checked, not yet converted."""
     x = np.asarray(x)
     if x.dtype.kind not in "biuf":
         raise ValueError(f"{where}: images have dtype {x.dtype}; expected real numbers")
@@ -179,9 +126,18 @@ def _images(x: np.ndarray, where: str) -> np.ndarray:
     if x.shape[2] != x.shape[3]:
         raise ValueError(f"{where}: images are {x.shape[2]}x{x.shape[3]}; TinyViT needs square "
                          "images (H == W)")
+    if x.dtype.kind == "f" and not all_finite(x):
+        raise ValueError(f"{where}: images hold NaN or infinite values; expected finite pixels")
+    return x
+
+
+def _float32(x: np.ndarray, where: str) -> np.ndarray:
+    """Checked images as float32, refused if a value is beyond float32 (inf once cast)."""
+    wider = x.dtype.kind == "f" and x.dtype.itemsize > 4
     x = x.astype(np.float32)
-    if not np.isfinite(x).all():
-        raise ValueError(f"{where}: images hold NaN or infinite values (or values beyond float32)")
+    if wider and not all_finite(x):
+        raise ValueError(f"{where}: images hold values beyond float32 (inf once converted); "
+                         "expected pixels within float32's range")
     return x
 
 
@@ -208,19 +164,36 @@ def _labels(y: np.ndarray, n: int, where: str) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def _dataset(x, y, x_test, y_test, name: str) -> Dataset:
-    """Validate, split when there is no test set, and count the classes."""
+def _dataset(x, y, x_test, y_test, name: str, file_bytes: int | None = None,
+             image_shape: tuple | None = None) -> Dataset:
+    """Validate, bound the size, split when there is no test set (before converting: one
+    float32 copy of each part), and count the classes. ``file_bytes``: the size of the files
+    read (the float32 data is bounded by ``decoded_limit`` of it); ``image_shape``: the
+    (C, H, W) a model expects, refused before anything is converted."""
     x = _images(x, f"{name} x")
     y = _labels(y, len(x), f"{name} y")
-    if x_test is None:
-        train, test = stratified_split(y)
-        x, y, x_test, y_test = x[train], y[train], x[test], y[test]
-    else:
+    if x_test is not None:
         x_test = _images(x_test, f"{name} x_test")
         y_test = _labels(y_test, len(x_test), f"{name} y_test")
         if x_test.shape[1:] != x.shape[1:]:
             raise ValueError(f"{name}: test images are {x_test.shape[1:]} but training images "
                              f"are {x.shape[1:]}; expected the same (C, H, W)")
+    elements = x.size + (0 if x_test is None else x_test.size)
+    limit = MAX_DATA_ELEMENTS if file_bytes is None else \
+        min(MAX_DATA_ELEMENTS, decoded_limit(file_bytes) // 4)
+    if elements > limit:
+        raise ValueError(f"{name}: {elements:,} pixels ({4 * elements:,} bytes as float32); "
+                         f"expected at most {limit:,} (MAX_DATA_ELEMENTS, or "
+                         f"{MAX_EXPANSION}x the files' {file_bytes or 0:,} bytes in float32 "
+                         "bytes)")
+    if image_shape is not None and tuple(x.shape[1:]) != tuple(image_shape):
+        c, h, w = image_shape
+        raise ValueError(f"{name}: images are {'x'.join(map(str, x.shape[1:]))}; expected "
+                         f"{c}x{h}x{w} images, as the model was trained on")
+    if x_test is None:
+        train, test = stratified_split(y)
+        x, y, x_test, y_test = x[train], y[train], x[test], y[test]
+    x, x_test = _float32(x, f"{name} x"), _float32(x_test, f"{name} x_test")
     present = np.unique(y)
     if len(present) < 2:  # a one-class set would train to a trivial 100%
         raise ValueError(f"{name}: every training label is {present[0]} (one class); expected "
@@ -230,7 +203,8 @@ def _dataset(x, y, x_test, y_test, name: str) -> Dataset:
 
 
 # ---- loaders ---------------------------------------------------------------------------------
-def load_npz_dataset(path: str | os.PathLike, name: str | None = None) -> Dataset:
+def load_npz_dataset(path: str | os.PathLike, name: str | None = None,
+                     image_shape: tuple | None = None) -> Dataset:
     """A user ``.npz``: ``x`` and ``y``, optionally ``x_test`` and ``y_test`` (both or neither).
 
     Raises ValueError for a corrupt or pickled file, missing arrays, mismatched lengths or
@@ -244,28 +218,31 @@ def load_npz_dataset(path: str | os.PathLike, name: str | None = None) -> Datase
                          f"{sorted(arrays)}); expected 'x' images and 'y' labels")
     if ("x_test" in arrays) != ("y_test" in arrays):
         raise ValueError(f"{name}: has only one of 'x_test' and 'y_test'; expected both or neither")
-    return _dataset(arrays["x"], arrays["y"], arrays.get("x_test"), arrays.get("y_test"), name)
+    return _dataset(arrays["x"], arrays["y"], arrays.get("x_test"), arrays.get("y_test"), name,
+                    os.path.getsize(path), image_shape)
 
 
-def load_digits() -> Dataset:
+def load_digits(image_shape: tuple | None = None) -> Dataset:
     """The bundled UCI digits: 1,437 train / 360 test 8x8 images, values 0..16, 10 classes."""
     if not DIGITS_PATH.exists():
         raise FileNotFoundError(f"{DIGITS_PATH}: the bundled digits are missing; reinstall the "
                                 "package or regenerate them with scripts/make_digits.py")
-    return load_npz_dataset(DIGITS_PATH, name="digits")
+    return load_npz_dataset(DIGITS_PATH, name="digits", image_shape=image_shape)
 
 
 #: IDX element types: code -> big-endian dtype.
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
+def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES,
+             as_itemsize: int = 1) -> np.ndarray:
     """One IDX file (gzip-compressed if its name ends in ``.gz``) as a native-endian array.
 
     Format: two zero bytes, a type code, the number of dimensions d, then d big-endian uint32
     sizes and the data, big-endian, row-major. The magic number is checked, the declared size
     is bounded by ``vit.files.decoded_limit(file size, max_bytes)`` before anything is
-    allocated, and the file must hold exactly the declared data: it is read (decompressed) in
+    allocated (at ``as_itemsize`` bytes an element if more: what it is converted to), and the
+    file must hold exactly the declared data: it is read (decompressed) in
     chunks up to that size, so trailing bytes are refused without inflating them.
     """
     path = _path(path, "read_idx path")
@@ -289,12 +266,15 @@ def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES) -> np.
                                      f"expected {4 + 4 * ndim})")
                 shape = struct.unpack(f">{ndim}I", sizes)
                 dtype = np.dtype(_IDX_TYPES[code])
-                expected = dtype.itemsize
+                expected, span = dtype.itemsize, max(dtype.itemsize, as_itemsize)
                 for n in shape:
                     expected *= n
-                if expected > limit:
+                    span *= max(n, 1)  # (0, 2**32-1, 2**32-1) holds nothing, but no array
+                if span > limit:       # has such a shape ("array is too big")
+                    became = "" if span == expected else f", {span:,} as it is converted"
                     raise ValueError(f"{path}: declares shape {shape} of {dtype.str} "
-                                     f"({expected:,} bytes); expected at most {limit:,} bytes "
+                                     f"({expected:,} bytes{became}); expected at most "
+                                     f"{limit:,} bytes "
                                      "(a corrupt or hostile header)")
                 data = np.empty(shape, dtype)
                 got = read_into(f, memoryview(data.reshape(-1).view(np.uint8)))
@@ -323,12 +303,12 @@ def _find_idx(folder: Path, prefix: str, kind: str, dims: int) -> Path | None:
     return None
 
 
-def load_idx_folder(folder: str | os.PathLike) -> Dataset:
+def load_idx_folder(folder: str | os.PathLike, image_shape: tuple | None = None) -> Dataset:
     """MNIST-style IDX files: ``train-images-idx3-ubyte`` and ``train-labels-idx1-ubyte`` (each
     optionally ``.gz``), and optionally ``t10k-images-idx3-ubyte`` / ``t10k-labels-idx1-ubyte``
     as the test set (otherwise a stratified 80/20 split of the training files)."""
     folder = _path(folder, "load_idx_folder folder")
-    parts = {}
+    parts, file_bytes = {}, 0
     for prefix in ("train", "t10k"):
         images = _find_idx(folder, prefix, "images", 3)
         labels = _find_idx(folder, prefix, "labels", 1)
@@ -337,7 +317,8 @@ def load_idx_folder(folder: str | os.PathLike) -> Dataset:
             raise ValueError(f"{folder}: found {have.name} but no {prefix}-{lack}-ubyte[.gz]")
         if images is None:
             continue
-        x, y = read_idx(images), read_idx(labels)
+        x, y = read_idx(images, as_itemsize=4), read_idx(labels)  # images become float32
+        file_bytes += os.path.getsize(images) + os.path.getsize(labels)
         if x.ndim != 3:
             raise ValueError(f"{images}: {x.ndim}-D; expected 3-D images (magic 0x00000803)")
         if y.ndim != 1:
@@ -350,19 +331,22 @@ def load_idx_folder(folder: str | os.PathLike) -> Dataset:
         raise ValueError(f"{folder}: no train-images-idx3-ubyte[.gz] and "
                          "train-labels-idx1-ubyte[.gz]; expected MNIST-style IDX files")
     test = parts.get("t10k", (None, None))
-    return _dataset(*parts["train"], *test, name=str(folder))
+    return _dataset(*parts["train"], *test, name=str(folder), file_bytes=file_bytes,
+                    image_shape=image_shape)
 
 
-def load_data(path: str | os.PathLike | None) -> Dataset:
-    """``None`` -> the bundled digits; a ``.npz`` file; or a folder of IDX files."""
+def load_data(path: str | os.PathLike | None, image_shape: tuple | None = None) -> Dataset:
+    """``None`` -> the bundled digits; a ``.npz`` file; or a folder of IDX files. With
+    ``image_shape`` (C, H, W), images of another shape are refused before any conversion
+    (a checkpoint's model decides the shape: ``vit eval``, ``--resume``)."""
     if path is None:
-        return load_digits()
+        return load_digits(image_shape)
     path = _path(path, "load_data path")
     if path.is_dir():
-        return load_idx_folder(path)
+        return load_idx_folder(path, image_shape)
     if not path.exists():
         raise ValueError(f"--data {path}: no such file or folder")
-    return load_npz_dataset(path)
+    return load_npz_dataset(path, image_shape=image_shape)
 
 
 def position_task(n_train: int = 1024, n_test: int = 512, img_size: int = 8,

@@ -12,8 +12,10 @@ import os
 import stat
 from typing import BinaryIO
 
-__all__ = ["open_regular", "decoded_limit", "read_into", "MAX_DECODED_BYTES",
-           "MAX_EXPANSION", "EXPANSION_FLOOR"]
+import numpy as np
+
+__all__ = ["open_regular", "decoded_limit", "read_into", "shorten", "is_finite_real",
+           "MAX_DECODED_BYTES", "MAX_EXPANSION", "EXPANSION_FLOOR", "SHOWN_CHARS"]
 
 #: The most bytes one data, model or checkpoint file may decode to (all its arrays together).
 MAX_DECODED_BYTES = 4 << 30
@@ -21,6 +23,28 @@ MAX_DECODED_BYTES = 4 << 30
 MAX_EXPANSION = 100
 #: ... except that any file may decode to this much (small files of legitimate zeros).
 EXPANSION_FLOOR = 256 << 20
+
+
+#: The most characters of a value read from a file that an error message shows.
+SHOWN_CHARS = 40
+
+
+def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)``, cut to its first ``limit`` characters + "..." when longer: an error
+    never echoes a 400-digit number or a megabyte of text in full."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def is_finite_real(value) -> bool:
+    """Whether ``value`` (an int or float, NumPy's included) is a finite real that a float64
+    can hold: ``math.isfinite`` raises OverflowError for an int beyond 1.8e308."""
+    if isinstance(value, (int, np.integer)):
+        return abs(int(value)) <= _FLOAT_MAX
+    return bool(np.isfinite(value))
+
+
+_FLOAT_MAX = int(np.finfo(np.float64).max)
 
 
 def _fspath(path, what: str) -> str:

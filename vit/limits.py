@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 from typing import Iterator
 
 import numpy as np
+
+from .npz import json_entry
 
 __all__ = ["MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "DTYPES", "CONFIG_KEYS", "limits",
            "current_limits", "parameter_shapes", "parameter_count", "activation_bytes",
@@ -138,15 +139,7 @@ def parse_config(text, where: str) -> tuple[dict, str]:
     """(constructor arguments, dtype name) from a saved ``config`` entry (JSON in a 0-d
     string array), checked against the allow-list of keys and dtypes: a ValueError naming
     ``where``, the entry, what it held and what was expected."""
-    text = np.asarray(text)
-    if text.shape != () or text.dtype.kind != "U":
-        raise ValueError(f"{where}: entry 'config' is {text.dtype} of shape {text.shape}; "
-                         "expected a 0-d string of JSON")
-    try:
-        config = json.loads(str(text))
-    except (ValueError, RecursionError) as e:
-        raise ValueError(f"{where}: entry 'config' is not JSON ({type(e).__name__}: "
-                         f"{str(e)[:80]}); expected a JSON object") from None
+    config = json_entry(text, f"{where}: entry 'config'")
     if not isinstance(config, dict):
         raise ValueError(f"{where}: entry 'config' is a JSON {type(config).__name__}; "
                          "expected a JSON object of the model's constructor arguments")

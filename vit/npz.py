@@ -3,6 +3,7 @@ and check every member's declared size before allocating it."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import struct
 import zipfile
@@ -11,9 +12,10 @@ import zlib
 import numpy as np
 
 from .atomic import write_atomic
-from .files import MAX_DECODED_BYTES, decoded_limit, open_regular, read_into
+from .files import MAX_DECODED_BYTES, decoded_limit, open_regular, read_into, shorten
 
-__all__ = ["save_npz_atomic", "load_npz", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS", "MAX_HEADER_BYTES"]
+__all__ = ["save_npz_atomic", "load_npz", "json_entry", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS",
+           "MAX_HEADER_BYTES", "MAX_TEXT_CHARS", "MEMBER_KINDS"]
 
 
 #: The most bytes the arrays of one ``.npz`` may declare, all together (checked against each
@@ -23,6 +25,14 @@ MAX_NPZ_BYTES = MAX_DECODED_BYTES
 MAX_HEADER_BYTES = 10_000
 #: The most members one ``.npz`` may hold.
 MAX_NPZ_MEMBERS = 10_000
+#: The longest text member (a 0-d string: the JSON of a config, options or RNG state), in
+#: characters: 9x an MT19937 state (7.4 K characters), the longest the project writes. Checked
+#: from the .npy header (a '<U{n}' itemsize is 4 n), before anything is inflated or parsed:
+#: 6e7 characters of '{},' would inflate to 240 MB and parse to 1.8 GB of Python objects.
+MAX_TEXT_CHARS = 1 << 16
+#: The dtype kinds a member may have: what the project writes (bool, integers, floats; and
+#: 0-d unicode strings for JSON). Not bytes, complex, datetimes, structured or void arrays.
+MEMBER_KINDS = "biufU"
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive
 _NPY_MAGIC = b"\x93NUMPY"
@@ -51,8 +61,8 @@ def _member_header(fp, name: str, where: str):
     fmt = np.lib.format
     prefix = fp.read(len(_NPY_MAGIC) + 2)
     if len(prefix) < 8 or not prefix.startswith(_NPY_MAGIC):
-        raise ValueError(f"{where}: member {name!r} is not an .npy array (it starts with "
-                         f"{prefix[:8]!r}); expected the .npy magic {_NPY_MAGIC!r}")
+        raise ValueError(f"{where}: member {name!r} is not an .npy array (it does not start "
+                         f"with the .npy magic {_NPY_MAGIC!r}); expected .npy arrays")
     version = (prefix[6], prefix[7])
     if version not in ((1, 0), (2, 0)):
         raise ValueError(f"{where}: member {name!r} is not an .npy array (format version "
@@ -82,13 +92,60 @@ def _member_header(fp, name: str, where: str):
     return shape, fortran, dtype, len(prefix) + len(raw) + length
 
 
+def _check_member_dtype(dtype: np.dtype, shape, name: str, where: str) -> None:
+    """A ValueError unless a member of this dtype and shape is one the project reads: no
+    pickles, no itemsize 0 (its declared bytes, 0, would not bound its element count), a
+    kind in ``MEMBER_KINDS``, strings only 0-d and at most ``MAX_TEXT_CHARS`` long."""
+    if dtype.hasobject:
+        raise ValueError(f"{where}: member {name!r} holds object (pickled) arrays, which are "
+                         "never loaded; expected numeric arrays")
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError(f"{where}: member {name!r} declares shape {shorten(shape)}; expected "
+                         "non-negative integer sizes")
+    if dtype.itemsize == 0:
+        raise ValueError(f"{where}: member {name!r} has dtype {dtype.str} of itemsize 0; "
+                         "expected booleans, integers, floats or a JSON string")
+    if dtype.kind not in MEMBER_KINDS or dtype.fields is not None or dtype.subdtype:
+        raise ValueError(f"{where}: member {name!r} has dtype {shorten(dtype.descr)}; expected "
+                         "booleans, integers, floats or a 0-d unicode string (what vit writes)")
+    if dtype.kind == "U":
+        entry = name[:-len(".npy")]
+        if shape != ():
+            raise ValueError(f"{where}: entry {entry!r} is a string array of shape "
+                             f"{shorten(shape)}; expected integer, float or boolean "
+                             "arrays, or a 0-d string of JSON")
+        if dtype.itemsize // 4 > MAX_TEXT_CHARS:
+            raise ValueError(f"{where}: entry {entry!r} is a string of "
+                             f"{dtype.itemsize // 4:,} characters; expected at most "
+                             f"{MAX_TEXT_CHARS:,} (the JSON of a config, options or RNG state)")
+
+
+def json_entry(value, what: str):
+    """The JSON held by a 0-d string array (NaN and Infinity are read as floats, for the
+    field checks to name); its length is checked (``MAX_TEXT_CHARS``) before it is decoded.
+    ``what`` names the entry in the one-line ValueError."""
+    value = np.asarray(value)
+    if value.shape != () or value.dtype.kind != "U":
+        raise ValueError(f"{what}: got {value.dtype} of shape {value.shape}; expected a 0-d "
+                         "string of JSON")
+    if value.dtype.itemsize // 4 > MAX_TEXT_CHARS:
+        raise ValueError(f"{what}: a string of {value.dtype.itemsize // 4:,} characters; "
+                         f"expected JSON of at most {MAX_TEXT_CHARS:,} characters")
+    try:
+        return json.loads(str(value))
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{what}: not JSON ({type(e).__name__}: {str(e)[:80]}); expected "
+                         "JSON text") from None
+
+
 def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
     Before anything is allocated: the path must be a regular file (``vit.files.open_regular``)
     and a zip archive (its first bytes); every member a plain ``.npy`` array whose header is
-    at most ``MAX_HEADER_BYTES`` and declares no object dtype and a shape whose data is
-    exactly the rest of the member; and all the arrays together at most
+    at most ``MAX_HEADER_BYTES`` and declares a dtype of ``MEMBER_KINDS`` of itemsize > 0 (so
+    the element count is bounded with the bytes; strings only 0-d, at most ``MAX_TEXT_CHARS``)
+    and a shape whose data is exactly the rest of the member; and all the arrays together at most
     ``vit.files.decoded_limit(file size, max_bytes)`` bytes. Members are then inflated in
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).
@@ -100,7 +157,8 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
             if head.startswith(_NPY_MAGIC):
                 raise ValueError(f"{where}: a single .npy array; expected an .npz archive")
             if head[:4] not in _ZIP_MAGIC:
-                what = "an empty file" if not head else f"a file starting with {head!r}"
+                # never echo the bytes: the file may be any readable file (/etc/shadow)
+                what = "an empty file" if not head else "it does not start with a zip header"
                 raise ValueError(f"{where}: not an .npz archive ({what}); expected a zip "
                                  "archive of .npy arrays as np.savez writes")
             limit = decoded_limit(os.fstat(f.fileno()).st_size, max_bytes)
@@ -122,19 +180,14 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
                     names.add(name)
                     with zf.open(info) as fp:
                         shape, fortran, dtype, header = _member_header(fp, name, where)
-                    if dtype.hasobject:
-                        raise ValueError(f"{where}: member {name!r} holds object "
-                                         "(pickled) arrays, which are never loaded; expected "
-                                         "numeric arrays")
-                    if not all(isinstance(n, int) and n >= 0 for n in shape):
-                        raise ValueError(f"{where}: member {name!r} declares shape "
-                                         f"{shape}; expected non-negative integer sizes")
-                    count = 1
+                    _check_member_dtype(dtype, shape, name, where)
+                    count, span = 1, dtype.itemsize
                     for n in shape:
                         count *= n
-                    nbytes = count * dtype.itemsize
+                        span *= max(n, 1)  # an empty shape too big for any array is refused
+                    nbytes = count * dtype.itemsize  # itemsize >= 1: bounds the count too
                     total += nbytes
-                    if total > limit:
+                    if total > limit or span > limit:
                         raise ValueError(
                             f"{where}: member {name!r} declares shape {shape} of "
                             f"{dtype} ({nbytes:,} bytes); expected at most {limit:,} bytes "
@@ -162,7 +215,7 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
                             raise ValueError(f"{where}: member {info.filename!r} holds more "
                                              "than its declared data; expected exactly the "
                                              "declared bytes")
-                    array = data.view(dtype) if dtype.itemsize else np.empty(count, dtype)
+                    array = data.view(dtype)
                     array = array.reshape(shape, order="F" if fortran else "C")
                     arrays[info.filename[:-len(".npy")]] = array
                 return arrays

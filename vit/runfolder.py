@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .atomic import TEMP_PREFIX
+from .files import is_finite_real, shorten
 
 try:
     import fcntl
@@ -172,6 +173,8 @@ METRIC_FIELDS = {"train_loss": (0.0, None), "train_acc": (0.0, 1.0), "test_loss"
 #: The longest line read (a row is about 200 bytes) and the largest log read.
 MAX_METRICS_LINE = 4096
 MAX_METRICS_BYTES = 1 << 28
+#: The largest epoch number of a row, and of a run (``vit.train.MAX_EPOCHS``).
+MAX_EPOCH = 1_000_000
 
 
 def check_metrics_row(row: object, previous_epoch: int = 0) -> str | None:
@@ -187,24 +190,22 @@ def check_metrics_row(row: object, previous_epoch: int = 0) -> str | None:
                          + ([f"unknown {[k[:40] for k in extra][:5]}"] if extra else []))
     epoch = row["epoch"]
     if isinstance(epoch, bool) or not isinstance(epoch, int):
-        return f"epoch is {_short(epoch)} ({type(epoch).__name__}), not an integer"
+        return f"epoch is {shorten(epoch)} ({type(epoch).__name__}), not an integer"
+    if epoch > MAX_EPOCH:  # a float64 must hold it (the plot's axis) and an int64 count it
+        return f"epoch {shorten(epoch)}, beyond {MAX_EPOCH:,}"
     if epoch <= previous_epoch:
-        return (f"epoch {epoch} after epoch {previous_epoch}" if previous_epoch else
-                f"epoch {epoch}, not a positive integer")
+        return (f"epoch {shorten(epoch)} after epoch {previous_epoch}" if previous_epoch else
+                f"epoch {shorten(epoch)}, not a positive integer")
     for name, (low, high) in METRIC_FIELDS.items():
         value = row[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{name} is {_short(value)} ({type(value).__name__}), not a number"
-        if not (value == value and abs(value) != float("inf")):
-            return f"{name} is {value}, not a finite number"
+            return f"{name} is {shorten(value)} ({type(value).__name__}), not a number"
+        if not is_finite_real(value):  # 10**400 is an int no float holds
+            return f"{name} is {shorten(value)}, not a finite number"
         if value < low or (high is not None and value > high):
-            return f"{name} is {value}, outside [{low}, {high if high is not None else 'inf'}]"
+            return (f"{name} is {shorten(value)}, outside "
+                    f"[{low}, {high if high is not None else 'inf'}]")
     return None
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def read_metrics(path: str | os.PathLike, note=None) -> list[dict]:

@@ -34,10 +34,11 @@ from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 from .atomic import append_line, open_append_nofollow, write_atomic
 from .augment import random_affine
 from .checkpoint import load_checkpoint, save_checkpoint
+from .files import is_finite_real, shorten
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
 from .model import TinyViT, current_limits, parameter_count
-from .runfolder import RunLock, read_metrics, remove_stale_temps
+from .runfolder import MAX_EPOCH, RunLock, read_metrics, remove_stale_temps
 
 __all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
            "build_model", "decay_groups", "build_optimizer", "evaluate",
@@ -49,6 +50,11 @@ METRICS = "metrics.jsonl"
 
 #: Options added after checkpoints were first saved, with the value that reproduces the runs
 #: saved without them (their behaviour before the option existed), not today's default.
+#: The most epochs of a run (the metrics log's bound), and the largest integer option (an
+#: int64, as checkpoints store them).
+MAX_EPOCHS = MAX_EPOCH
+MAX_INT = 2**63 - 1
+
 ADDED_LATER = {"rotate": 0.0, "scale": 0.0, "translate": 0.0}
 
 
@@ -103,8 +109,8 @@ class TrainOptions:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
-            raise ValueError(f"unknown training options {unknown}; expected only the fields "
-                             "of TrainOptions")
+            raise ValueError(f"unknown training options {[shorten(k) for k in unknown[:5]]}; "
+                             "expected only the fields of TrainOptions")
         return cls(**{**ADDED_LATER, **values})
 
     #: The allowed names of the options that name things (never looked up any other way).
@@ -126,31 +132,36 @@ class TrainOptions:
             kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
             want = "an integer" if integer else "a number"
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
-                raise TypeError(f"{name(field)}: got {value!r}; expected {want}"
+                raise TypeError(f"{name(field)}: got {shorten(value)}; expected {want}"
                                 + (" or None" if optional else ""))
-            ok = (math.isfinite(value) and (value > low if low_open else value >= low)
+            if integer and high == math.inf:
+                high = MAX_INT  # an int64 everywhere it is stored or counted
+            # is_finite_real first: math.isfinite(10**400) raises OverflowError
+            ok = (is_finite_real(value) and (value > low if low_open else value >= low)
                   and (value < high if high_open else value <= high))
             if not ok:
                 left, right = "(" if low_open else "[", ")" if high_open else "]"
+                shown_high = "2**63 - 1" if high == MAX_INT else f"{high:g}"
                 span = (f"{'>' if low_open else '>='} {low:g}" if high == math.inf else
-                        f"in {left}{low:g}, {high:g}{right}")
-                raise ValueError(f"{name(field)}: got {value!r}; expected {want} {span}")
+                        f"in {left}{low:g}, {shown_high}{right}")
+                raise ValueError(f"{name(field)}: got {shorten(value)}; expected {want} {span}")
 
         for field, allowed in self.CHOICES.items():
             if getattr(self, field) not in allowed:
-                raise ValueError(f"{name(field)}: got {getattr(self, field)!r}; expected one of "
-                                 f"{', '.join(repr(a) for a in allowed)}")
+                raise ValueError(f"{name(field)}: got {shorten(getattr(self, field))}; expected "
+                                 f"one of {', '.join(repr(a) for a in allowed)}")
         if self.data is not None and not isinstance(self.data, str):
-            raise TypeError(f"{name('data')}: got {type(self.data).__name__} {self.data!r}; "
-                            "expected a path (str) or None")
-        for field in ("patch_size", "dim", "heads", "mlp_dim", "epochs", "batch_size"):
+            raise TypeError(f"{name('data')}: got {type(self.data).__name__} "
+                            f"{shorten(self.data)}; expected a path (str) or None")
+        for field in ("patch_size", "dim", "heads", "mlp_dim", "batch_size"):
             number(field, 1, integer=True)
+        number("epochs", 1, MAX_EPOCHS, integer=True)
         for field in ("shift", "seed"):
             number(field, 0, integer=True)
         for field in ("no_pos_emb", "no_decay_norm_bias", "probe"):
             if not isinstance(getattr(self, field), (bool, np.bool_)):
-                raise TypeError(f"{name(field)}: got {getattr(self, field)!r}; expected True "
-                                "or False")
+                raise TypeError(f"{name(field)}: got {shorten(getattr(self, field))}; expected "
+                                "True or False")
         number("lr", 0, low_open=True, optional=True)
         number("warmup", 0, 1, high_open=True, optional=True)
         for field in ("momentum", "weight_decay", "mixup"):
@@ -302,6 +313,10 @@ def prepare_out(out: Path, resume: bool, overwrite: bool = False) -> RunLock:
     """Create ``out`` and take its lock (proving it writable) before anything is written;
     refuse a folder another live run holds, and refuse to clobber a finished run. Returns
     the held lock; only its holder removes the temporary files a killed run left."""
+    if out.exists() and not out.is_dir():
+        kind = "a file" if out.is_file() else "not a folder"
+        raise ValueError(f"--out {out}: is {kind}, not a writable folder; expected a folder "
+                         "(a run folder to create or one holding a run)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
