@@ -261,9 +261,10 @@ def _eval_data(ck: Any, data_path: str | None) -> tuple[Any, np.ndarray, np.ndar
     from .train import load_task
 
     o = TrainOptions.from_dict(ck.options)
-    data = load_data(data_path) if data_path is not None else load_task(o)
     cfg = ck.model.config
-    if data.image_shape != (cfg["in_chans"], cfg["img_size"], cfg["img_size"]) or \
+    shape = (cfg["in_chans"], cfg["img_size"], cfg["img_size"])
+    data = load_data(data_path, shape) if data_path is not None else load_task(o, shape)
+    if data.image_shape != shape or \
             data.y_test.max() >= cfg["num_classes"]:
         raise ValueError(f"{data.describe()} does not fit the checkpoint's model "
                          f"({cfg['in_chans']}x{cfg['img_size']}x{cfg['img_size']} images, "

@@ -33,7 +33,7 @@ from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
 from .atomic import append_line, open_append_nofollow, write_atomic
 from .augment import random_affine
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import check_progress, load_checkpoint, save_checkpoint
 from .files import is_finite_real, shorten
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
@@ -191,13 +191,15 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint was kept."""
 
 
-def load_task(options: TrainOptions) -> Dataset:
-    """The run's data: the bundled digits, ``options.data``, or the synthetic position task."""
+def load_task(options: TrainOptions, image_shape: tuple | None = None) -> Dataset:
+    """The run's data: the bundled digits, ``options.data``, or the synthetic position task.
+    With ``image_shape`` (C, H, W: a checkpoint's model), other images are refused before
+    they are converted."""
     if options.task == "position":
         if options.data is not None:
             raise ValueError("--data does not apply to --task position (it is generated)")
         return position_task(patch_size=options.patch_size)
-    return load_data(options.data)
+    return load_data(options.data, image_shape)
 
 
 def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
@@ -386,6 +388,8 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
     # normalized images with this fill is augmenting the raw ones with zero fill
     fill = normalizer(np.zeros((1, *data.image_shape[:1], 1, 1)), dtype)[0, :, 0, 0]
     steps = math.ceil(len(x_train) / o.batch_size)
+    if ck:  # the counters against this data, before any state is loaded
+        check_progress(ck, steps, str(ckpt_path))
     optimizer, schedule = build_optimizer(o, model, steps)
     if ck:
         optimizer.load_state_dict(ck.optim)

@@ -423,3 +423,23 @@ def test_the_normalizer_refuses_what_would_overflow_normalized_inputs():
         Normalizer(np.array([1e39]), np.ones(1))
     f32 = np.finfo(np.float32)
     Normalizer(np.array([float(f32.max)]), np.array([float(f32.tiny)]))  # the edges hold
+
+
+@pytest.mark.parametrize("entry, value", [("sched/total_steps", 1000), ("sched/last_step", 5),
+                                          ("optim/step_count", 7)])
+def test_resume_refuses_counters_that_do_not_fit_the_run(tmp_path, capsys, entry, value):
+    """A crafted schedule length or step count would silently replace the run's schedule on
+    --resume: the counters are checked against the data before any state is loaded."""
+    run = tmp_path / "run"
+    tiny = ["--dim", 8, "--heads", 2, "--mlp-dim", 8, "--batch-size", 512, "--epochs", 3,
+            "--quiet"]
+    assert run_cli(["train", "--out", run, *tiny, "--stop-after", 1], capsys)[0] == 0
+    path = run / "checkpoint.npz"
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays[entry] = np.array(value, dtype=arrays[entry].dtype)
+    np.savez(path, **arrays)
+    before = path.read_bytes()
+    code, out, err = run_cli(["train", "--out", run, "--resume", "--quiet"], capsys)
+    assert code == 2 and err.count("\n") == 1 and entry in err, err
+    assert path.read_bytes() == before
