@@ -1,0 +1,170 @@
+"""train_step.py --json writes a complete, self-consistent record, and report.py renders it
+into docs/performance.md's marked region (and only there). No timing is asserted."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEGIN, END = "<!-- train_step:begin -->", "<!-- train_step:end -->"
+EPS = np.finfo(np.float64).eps
+
+
+def _run(script, *args, cwd=ROOT):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args],
+                          capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One --quick run of the tiniest config (A), as JSON: (path, record)."""
+    path = tmp_path_factory.mktemp("bench") / "run.json"
+    proc = _run("train_step.py", "--quick", "--configs", "A", "--rounds", "1",
+                "--impls", "minigrad32,manual,torch", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    with open(path) as f:
+        return path, json.load(f)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def test_record_describes_the_machine_and_commit(run):
+    _, rec = run
+    assert rec["benchmark"] == "train_step" and rec["schema"] == 1
+    m = rec["machine"]
+    assert isinstance(m["cpu"], str) and m["cpu"]
+    assert isinstance(m["logical_cpus"], int) and m["logical_cpus"] >= 1
+    assert m["usable_cores"] == sorted(os.sched_getaffinity(0))
+    assert isinstance(m["numpy"], str) and m["numpy"] == np.__version__
+    assert isinstance(m["minigrad_threads"], int) and m["minigrad_threads"] >= 1
+    assert isinstance(m["blas"], list) and m["blas"]
+    assert all("internal_api" in b and "num_threads" in b for b in m["blas"])
+    if m["torch"] is not None:
+        assert isinstance(m["torch"]["version"], str)
+        assert isinstance(m["torch"]["num_threads"], int)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=ROOT).stdout.strip()
+    assert rec["commit"]["head"] == head
+    assert isinstance(rec["commit"]["dirty"], bool)
+    assert isinstance(rec["commit"]["dirty_engine"], bool)
+    for key in ("load_average_start", "load_average_end"):
+        assert len(rec[key]) == 3 and all(_is_number(v) for v in rec[key])
+    assert rec["settings"]["quick"] is True and rec["settings"]["rounds"] == 1
+
+
+def test_record_holds_every_median_min_and_ratio(run):
+    _, rec = run
+    assert [c["key"] for c in rec["configs"]] == ["A"]
+    (c,) = rec["configs"]
+    assert c["shape"]["batch"] >= 1 and c["timed_steps"] >= 1
+    impls = {"minigrad32", "manual"} | ({"torch"} if rec["machine"]["torch"] else set())
+    assert set(c["results"]) == impls
+    for impl, r in c["results"].items():
+        for key in ("median_ms", "min_ms", "gflops", "peak_fraction", "faults_per_step"):
+            assert _is_number(r[key]) and r[key] >= 0, (impl, key)
+        assert 0 < r["min_ms"] <= r["median_ms"]
+        assert (r["peak_mb"] is None) == (impl == "torch")  # tracemalloc cannot see torch
+    assert set(c["ratios"]) == {f"minigrad32/{i}" for i in impls - {"minigrad32"}}
+    base = c["results"]["minigrad32"]
+    for name, q in c["ratios"].items():
+        other = c["results"][name.split("/")[1]]
+        for what in ("median", "min"):
+            want = base[f"{what}_ms"] / other[f"{what}_ms"]
+            assert math.isclose(q[what], want, rel_tol=16 * EPS), (name, what)
+
+
+def test_report_renders_the_run(run):
+    path, rec = run
+    proc = _run("report.py", str(path), "--print")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.count(BEGIN) == 1 and out.count(END) == 1
+    (c,) = rec["configs"]
+    assert c["name"] in out and rec["commit"]["head"][:7] in out
+    for impl, r in c["results"].items():
+        assert impl in out and f"{r['median_ms']:.2f}" in out
+    q = c["ratios"]["minigrad32/manual"]
+    assert f"{q['median']:.2f} / {q['min']:.2f}" in out
+
+
+def test_report_replaces_only_the_marked_region(run, tmp_path):
+    path, _ = run
+    doc = tmp_path / "perf.md"
+    before, after = "# Title\n\nprose before\n", "\nprose after\n## Another heading\n"
+    doc.write_text(before + BEGIN + "\nold table\n" + END + after)
+    proc = _run("report.py", str(path), str(path), "--doc", str(doc))
+    assert proc.returncode == 0, proc.stderr
+    text = doc.read_text()
+    assert text.startswith(before) and text.endswith(after)
+    assert "old table" not in text and text.count("Median ms per step") == 2
+    # a second run over its own output is a fixed point
+    assert _run("report.py", str(path), str(path), "--doc", str(doc)).returncode == 0
+    assert doc.read_text() == text
+
+
+def _bad(run, tmp_path, mutate):
+    _, rec = run
+    rec = json.loads(json.dumps(rec))
+    mutate(rec)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rec))
+    return _run("report.py", str(bad), "--print")
+
+
+@pytest.mark.parametrize("mutate, entry", [
+    (lambda r: r["configs"][0]["results"]["minigrad32"].update(median_ms="fast"), "median_ms"),
+    (lambda r: r["configs"][0]["results"]["minigrad32"].update(median_ms=-1.0), "median_ms"),
+    (lambda r: r["configs"][0].update(name="A | <script>"), "name"),
+    (lambda r: r["configs"][0].pop("ratios"), "ratios"),
+    (lambda r: r.update(benchmark="scaling"), "benchmark"),
+    (lambda r: r["commit"].update(head="$(rm -rf /)"), "commit.head"),
+    (lambda r: r.update(configs=[]), "configs"),
+])
+def test_report_rejects_a_bad_record_naming_the_entry(run, tmp_path, mutate, entry):
+    proc = _bad(run, tmp_path, mutate)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert entry in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_report_rejects_nan_and_non_json(tmp_path):
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"benchmark": "train_step", "schema": 1, "x": NaN}')
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(b"\xff\xfe not json")
+    for path in (nan, junk, tmp_path / "missing.json"):
+        proc = _run("report.py", str(path), "--print")
+        assert proc.returncode == 2 and str(path) in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_report_refuses_a_doc_without_markers_or_behind_a_link(run, tmp_path):
+    path, _ = run
+    doc = tmp_path / "perf.md"
+    doc.write_text("no markers here\n")
+    proc = _run("report.py", str(path), "--doc", str(doc))
+    assert proc.returncode == 2 and "train_step:begin" in proc.stderr
+    assert doc.read_text() == "no markers here\n"
+    target = tmp_path / "target.md"
+    target.write_text(BEGIN + "\n" + END + "\n")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    proc = _run("report.py", str(path), "--doc", str(link))
+    assert proc.returncode == 2 and "link" in proc.stderr
+    assert target.read_text() == BEGIN + "\n" + END + "\n" and link.is_symlink()
+
+
+def test_train_step_checks_the_json_path_before_running(tmp_path):
+    proc = _run("train_step.py", "--quick", "--json", str(tmp_path / "no" / "dir" / "x.json"))
+    assert proc.returncode == 2 and "--json" in proc.stderr and "median" not in proc.stdout
+    link = tmp_path / "out.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    proc = _run("train_step.py", "--quick", "--json", str(link))
+    assert proc.returncode == 2 and "link" in proc.stderr
+    assert not (tmp_path / "elsewhere.json").exists()
