@@ -168,3 +168,47 @@ def test_train_step_checks_the_json_path_before_running(tmp_path):
     proc = _run("train_step.py", "--quick", "--json", str(link))
     assert proc.returncode == 2 and "link" in proc.stderr
     assert not (tmp_path / "elsewhere.json").exists()
+
+
+@pytest.mark.slow
+def test_scaling_quick_writes_record_figure_and_doc(tmp_path):
+    out, png, doc = tmp_path / "scaling.json", tmp_path / "scaling.png", tmp_path / "perf.md"
+    doc.write_text("# P\n\n## Scaling\n<!-- scaling:begin -->\nold\n<!-- scaling:end -->\n"
+                   "## Training in threads\nkept\n")
+    proc = _run("scaling.py", "--quick", "--axes", "batch", "--json", str(out),
+                "--figure", str(png), "--doc", str(doc))
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(out.read_text())
+    assert rec["benchmark"] == "scaling" and list(rec["axes"]) == ["batch"]
+    from vit.model import TinyViT
+    import inspect
+    has_depth = "depth" in inspect.signature(TinyViT).parameters
+    assert rec["depth_axis"] is has_depth
+    assert ("depth axis skipped" in proc.stdout) is not has_depth
+    axis = rec["axes"]["batch"]
+    xs = [p["x"] for p in axis["points"]]
+    assert len(xs) >= 2 and xs == sorted(xs)
+    for p in axis["points"]:
+        assert p["config"]["batch"] == p["x"]
+        med = p["median_ms"]
+        assert {"minigrad32", "manual"} <= set(med)
+        for impl, ms in med.items():
+            assert _is_number(ms) and 0 < p["min_ms"][impl] <= ms
+            mem = p["memory"][impl]
+            assert _is_number(mem["rss_mb"])
+            assert (mem["tracemalloc_mb"] is None) == (impl == "torch")
+        for name, q in p["ratios"].items():
+            want = med["minigrad32"] / med[name.split("/")[1]]
+            assert math.isclose(q, want, rel_tol=16 * EPS)
+        assert _is_number(p["attention_ms"]) and _is_number(p["projections_ms"])
+    for impl in med:
+        assert _is_number(axis["exponents"][impl])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = doc.read_text()
+    assert "old" not in text and text.endswith("## Training in threads\nkept\n")
+    assert text.count("<!-- scaling:begin -->") == 1 and "| batch |" in text
+
+
+def test_scaling_rejects_unknown_axis():
+    proc = _run("scaling.py", "--quick", "--axes", "colour")
+    assert proc.returncode == 2 and "--axes" in proc.stderr and "colour" in proc.stderr
