@@ -212,3 +212,41 @@ def test_scaling_quick_writes_record_figure_and_doc(tmp_path):
 def test_scaling_rejects_unknown_axis():
     proc = _run("scaling.py", "--quick", "--axes", "colour")
     assert proc.returncode == 2 and "--axes" in proc.stderr and "colour" in proc.stderr
+
+
+def test_busy_quick_reports_slowdowns(tmp_path):
+    out, doc = tmp_path / "busy.json", tmp_path / "perf.md"
+    doc.write_text("## A busy machine\n<!-- busy:begin -->\n<!-- busy:end -->\nafter\n")
+    proc = _run("busy.py", "--quick", "--json", str(out), "--doc", str(doc))
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(out.read_text())
+    assert rec["benchmark"] == "busy" and [c["key"] for c in rec["configs"]] == ["A"]
+    (c,) = rec["configs"]
+    want = {"minigrad32", "minigrad32 1 thread", "manual"}
+    if rec["machine"]["torch"]:
+        want |= {"torch", "torch 1 thread"}
+    assert set(c["results"]) == want
+    for v, r in c["results"].items():
+        for key in ("idle_ms", "busy_ms", "idle_min_ms", "busy_min_ms"):
+            assert _is_number(r[key]) and r[key] > 0, (v, key)
+        assert math.isclose(r["slowdown"], r["busy_ms"] / r["idle_ms"], rel_tol=16 * EPS)
+        assert math.isclose(r["slowdown_min"], r["busy_min_ms"] / r["idle_min_ms"],
+                            rel_tol=16 * EPS)
+    assert len(c["load_average"]["idle"]) == 2 and len(c["load_average"]["busy"]) == 2
+    text = doc.read_text()
+    assert text.endswith("after\n") and "| A tiny |" in text and "minigrad32 1 thread" in text
+
+
+def test_busy_spinner_is_bounded_and_stopped():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from busy import Spinner
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    spinner = Spinner(600)
+    assert spinner.proc.poll() is None  # spinning
+    spinner.stop()
+    assert spinner.proc.returncode is not None
+    short = Spinner(0.2)  # ends by itself, however long nobody stops it
+    assert short.proc.wait(timeout=60) == 0
+    short.stop()  # stopping a finished spinner is harmless
