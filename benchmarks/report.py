@@ -237,7 +237,8 @@ def scaling_markdown(record: dict) -> str:
              + (" (`--quick`)" if record.get("quick") else "") + f"; "
              f"{record['seconds'] / 60:.1f} minutes.", "",
              "Exponent k of time ∝ size^k (least squares on log-log over the larger half of "
-             "each axis), of the ru_maxrss growth, and where minigrad's attention core "
+             "each axis; of the medians, in brackets of the minima), of the peak memory, and "
+             "where minigrad's attention core "
              "(F.self_attention forward + backward) takes longer than its four projections:", "",
              "| axis | sizes | " + " | ".join(f"{i} time" for i in impls)
              + " | attention core | projections | " + " | ".join(f"{i} memory" for i in impls)
@@ -246,13 +247,14 @@ def scaling_markdown(record: dict) -> str:
     for axis, a in record["axes"].items():
         e, xs = a["exponents"], [p["x"] for p in a["points"]]
         lines.append(f"| {a['label']} | {xs[0]}-{xs[-1]} | "
-                     + " | ".join(_num(e.get(i)) for i in impls)
+                     + " | ".join(f"{_num(e.get(i))} ({_num(e.get(i + ' min'))})" for i in impls)
                      + f" | {_num(e.get('attention'))} | {_num(e.get('projections'))} | "
                      + " | ".join(_num(e.get(f"{i} memory")) for i in impls)
                      + f" | {_num(a['attention_overtakes_at'], 'd')} |")
     lines += ["", "Median ms per step, minigrad32's ratios, minigrad's attention core and "
-              "projections as shares of its step, and peak memory (MB: growth of ru_maxrss "
-              "over two steps in a fresh process; tracemalloc's peak for the NumPy ones):", "",
+              "projections as shares of its step (timed in turn with it), and peak memory in MB "
+              "(resident memory during one step above that before it, in a fresh process; "
+              "tracemalloc's peak for the NumPy ones):", "",
               "| axis | size | " + " | ".join(impls) + " | mg32/torch | mg32/manual | "
               "attention / projections | rss MB (" + " / ".join(impls) + ") | tracemalloc MB "
               "(mg32 / manual) | load |",
@@ -260,8 +262,7 @@ def scaling_markdown(record: dict) -> str:
     for axis, a in record["axes"].items():
         for p in a["points"]:
             med, r, mem = p["median_ms"], p["ratios"], p["memory"]
-            share = f"{100 * p['attention_ms'] / med['minigrad32']:.0f}% / " \
-                    f"{100 * p['projections_ms'] / med['minigrad32']:.0f}%"
+            share = f"{100 * p['attention_share']:.0f}% / {100 * p['projections_share']:.0f}%"
             rss = " / ".join(_num(mem.get(i, {}).get("rss_mb"), ".1f") for i in impls)
             tm = " / ".join(_num(mem.get(i, {}).get("tracemalloc_mb"), ".1f")
                             for i in ("minigrad32", "manual"))
@@ -278,7 +279,7 @@ def scaling_markdown(record: dict) -> str:
 
 
 def scaling_figure(record: dict, path: str) -> None:
-    """Log-log panels, one per axis: ms per step (top) and ru_maxrss growth (bottom)."""
+    """Log-log panels, one per axis: ms per step (top) and peak resident memory (bottom)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

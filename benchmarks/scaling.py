@@ -18,7 +18,8 @@ Implementations: minigrad32 (TinyViT + F.cross_entropy + backward + SGD), manual
 weights and timed interleaved at each point (train_step.run_config: round-robin turns with a
 settle period); the machine's default threads. Per point, minigrad's attention core
 (F.self_attention forward + backward) and its four projections (F.linear qkv, proj, fc1,
-fc2, forward + backward) are timed alone on the step's shapes: their shares of the step.
+fc2, forward + backward) are timed alone on the step's shapes, in turn with minigrad's whole
+step: their shares of the step.
 Peak memory: each implementation runs in a fresh child process (glibc's default malloc): a
 warm-up step, then the peak resident memory during one more step above the resident memory
 just before it (Linux's VmHWM, reset through /proc/self/clear_refs: what the OS had to
@@ -102,9 +103,16 @@ def build(config, depth: int, impls) -> dict:
 
 
 # ---- the parts of minigrad's step: attention core against the projections -------------------
-def part_times(config, reps: int) -> dict:
-    """Median seconds of F.self_attention and of the four F.linear products, forward +
-    backward each, on the shapes of ``config``'s step (float32), timed alternately."""
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def part_times(config, step, reps: int) -> dict:
+    """Median seconds of minigrad's whole ``step``, of F.self_attention and of the four
+    F.linear products (forward + backward each, on the step's shapes, float32), timed in
+    turn, so that the shares compare times taken at the same moments."""
     B, T, D, Fh = config.batch, (config.image // config.patch) ** 2 + 1, config.dim, config.mlp
     rng = np.random.default_rng(1)
 
@@ -123,11 +131,13 @@ def part_times(config, reps: int) -> dict:
     def linears():
         for x, w, b, g in lins:
             F.linear(x, w, b).backward(g)
-    times = {"attention": [], "projections": []}
-    attention(), linears()  # warm-up
+    parts = {"step": step, "attention": attention, "projections": linears}
+    times = {k: [] for k in parts}
+    for fn in parts.values():  # warm-up
+        fn()
     for _ in range(reps):
-        times["attention"].append(ts._timed(attention))
-        times["projections"].append(ts._timed(linears))
+        for k, fn in parts.items():
+            times[k].append(_timed(fn))
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
@@ -196,8 +206,8 @@ def study(args) -> dict:
             steps = build(config, depth, names)
             res, n = ts.run_config(config, steps, warmup, budget, turn, settle,
                                    2 if args.quick else None)
+            parts = part_times(config, steps["minigrad32"], 3 if args.quick else 7)
             del steps
-            parts = part_times(config, 3 if args.quick else 7)
             mems = {i: memory(axis, index, i, args.quick) for i in names} if args.memory \
                 else {}
             med = {i: 1e3 * res[i][0] for i in names}
@@ -207,6 +217,8 @@ def study(args) -> dict:
                 "memory": mems,
                 "attention_ms": 1e3 * parts["attention"],
                 "projections_ms": 1e3 * parts["projections"],
+                "attention_share": parts["attention"] / parts["step"],
+                "projections_share": parts["projections"] / parts["step"],
                 "ratios": {f"minigrad32/{i}": med["minigrad32"] / med[i]
                            for i in names if i != "minigrad32"},
                 "load_average": load_average()})
@@ -215,6 +227,8 @@ def study(args) -> dict:
                   f"{1e3 * parts['projections']:.2f} ms", flush=True)
         xs = [p["x"] for p in points]
         fits = {i: exponent(xs, [p["median_ms"].get(i) for p in points]) for i in impls}
+        fits.update({f"{i} min": exponent(xs, [p["min_ms"].get(i) for p in points])
+                     for i in impls})
         fits.update({f"{i} memory": exponent(xs, [p["memory"].get(i, {}).get("rss_mb")
                                                  for p in points]) for i in impls})
         fits["attention"] = exponent(xs, [p["attention_ms"] for p in points])

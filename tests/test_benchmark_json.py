@@ -201,6 +201,7 @@ def test_scaling_quick_writes_record_figure_and_doc(tmp_path):
             want = med["minigrad32"] / med[name.split("/")[1]]
             assert math.isclose(q, want, rel_tol=16 * EPS)
         assert _is_number(p["attention_ms"]) and _is_number(p["projections_ms"])
+        assert _is_number(p["attention_share"]) and _is_number(p["projections_share"])
     for impl in med:
         assert _is_number(axis["exponents"][impl])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
