@@ -14,7 +14,8 @@ Variants, interleaved in one process (round-robin turns, as train_step.run_confi
 The thread settings are applied on every call and undone after it, so the variants can share
 a process. Phases alternate idle, busy, idle, busy; in a busy phase a child process spins in
 pure Python (one core's worth of work) for at most a bounded time, and is killed when the
-phase ends (or the run fails). Slowdown = busy median / idle median (and the same of minima).
+phase ends (or the run fails). Slowdown = busy median / idle median, each the lower of its two
+phases' medians (a burst of outside load can hit one phase), and the same of minima.
 """
 from __future__ import annotations
 
@@ -104,11 +105,14 @@ def measure(config, budget: float, quick: bool) -> dict:
     for v, t in times.items():
         if not t["idle"]:
             continue
-        idle, busy = float(np.mean(t["idle"])), float(np.mean(t["busy"]))
+        # The less disturbed of the two phases of each kind: on a shared machine a burst of
+        # outside load can hit one phase; idle and busy are treated alike.
+        idle, busy = min(t["idle"]), min(t["busy"])
         idle_min, busy_min = min(t["idle_min"]), min(t["busy_min"])
         out[v] = {"idle_ms": 1e3 * idle, "busy_ms": 1e3 * busy, "idle_min_ms": 1e3 * idle_min,
                   "busy_min_ms": 1e3 * busy_min, "slowdown": busy / idle,
-                  "slowdown_min": busy_min / idle_min}
+                  "slowdown_min": busy_min / idle_min,
+                  "phase_medians_ms": {k: [1e3 * x for x in t[k]] for k in ("idle", "busy")}}
     return {"results": out, "load_average": loads}
 
 
@@ -122,8 +126,8 @@ def markdown(record: dict) -> str:
              f"average {(record['load_average_start'] or ['?'])[0]} at start, "
              f"{(record['load_average_end'] or ['?'])[0]} at end"
              + (" (`--quick`)" if record.get("quick") else "") + ".", "",
-             "Slowdown with one core kept busy (busy median / idle median; in brackets the "
-             "same of minima):", "",
+             "Slowdown with one core kept busy (busy median / idle median, each the lower of "
+             "its two phases'; in brackets the same of minima):", "",
              "| config | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     for c in record["configs"]:
         r = c["results"]

@@ -208,6 +208,17 @@ def test_scaling_quick_writes_record_figure_and_doc(tmp_path):
     text = doc.read_text()
     assert "old" not in text and text.endswith("## Training in threads\nkept\n")
     assert text.count("<!-- scaling:begin -->") == 1 and "| batch |" in text
+    # report.py re-renders the same region from the record alone
+    again = _run("report.py", str(out), "--print")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == text[text.index("<!-- scaling:begin -->"):
+                                        text.index("<!-- scaling:end -->") +
+                                        len("<!-- scaling:end -->")].strip()
+    rec["axes"] = {"| <b>x</b>": rec["axes"]["batch"]}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rec))
+    proc = _run("report.py", str(bad), "--print")
+    assert proc.returncode == 2 and "axes" in proc.stderr and proc.stdout == ""
 
 
 def test_scaling_rejects_unknown_axis():
@@ -231,6 +242,10 @@ def test_busy_quick_reports_slowdowns(tmp_path):
         for key in ("idle_ms", "busy_ms", "idle_min_ms", "busy_min_ms"):
             assert _is_number(r[key]) and r[key] > 0, (v, key)
         assert math.isclose(r["slowdown"], r["busy_ms"] / r["idle_ms"], rel_tol=16 * EPS)
+        phases = r["phase_medians_ms"]
+        assert len(phases["idle"]) == 2 and len(phases["busy"]) == 2
+        assert math.isclose(r["idle_ms"], min(phases["idle"]), rel_tol=16 * EPS)
+        assert math.isclose(r["busy_ms"], min(phases["busy"]), rel_tol=16 * EPS)
         assert math.isclose(r["slowdown_min"], r["busy_min_ms"] / r["idle_min_ms"],
                             rel_tol=16 * EPS)
     assert len(c["load_average"]["idle"]) == 2 and len(c["load_average"]["busy"]) == 2
