@@ -3,6 +3,8 @@
     python benchmarks/train_step.py                  # configs A-D, a few minutes
     python benchmarks/train_step.py --quick          # seconds: configs A and B, few repetitions
     python benchmarks/train_step.py --configs A,D --profile minigrad32
+    python benchmarks/train_step.py --json run.json  # also every number, machine and commit
+    python benchmarks/report.py run.json             # docs/performance.md's tables from it
 
 Implementations (each starts from the same initialization, copied from one minigrad model):
   minigrad32 / minigrad64   TinyViT + F.cross_entropy + backward + p.data -= lr * p.grad
@@ -21,11 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime
-import importlib.util
-import math
 import os
-import platform
 import pstats
 import sys
 import time
@@ -42,10 +40,16 @@ from vit.model import TinyViT  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from baselines import LR, make_autograd, make_torch  # noqa: E402
+from machine import (available, check_output_path, commit_line, git_commit,  # noqa: E402
+                     load_average, machine_info, now, write_json)
+import machine  # noqa: E402
 
 HEADER = f"{'config':<16} {'impl':<11} {'median ms':>10} {'min ms':>9} {'GFLOP/s':>8} " \
          f"{'% peak':>7} {'peak MB':>8} {'faults':>7}"
 _limits = []  # keeps a threadpoolctl limit alive
+SCHEMA = 1  # of the --json file; raised when a key changes meaning
+IMPLS = ("minigrad32", "minigrad64", "manual", "torch", "autograd")
+BASE, RATIO_TO = "minigrad32", ("torch", "manual", "autograd", "minigrad64")
 
 
 class Config(namedtuple("Config", "name batch image channels patch dim heads mlp classes")):
@@ -102,10 +106,6 @@ def make_manual(cfg, state, x, y):
         manual.sgd_step(params, grads, LR)
         return loss
     return step
-
-
-def available(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
 
 
 def build(cfg, impls):
@@ -210,45 +210,9 @@ def profile(step, top: int = 15, seconds: float = 3.0) -> None:
 
 
 def machine_line() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-    threads = "?"
-    if available("threadpoolctl"):
-        from threadpoolctl import threadpool_info
-        threads = ",".join(str(i["num_threads"]) for i in threadpool_info()
-                           if i.get("user_api") == "blas") or "?"
-    line = (f"{datetime.datetime.now():%Y-%m-%d %H:%M}  {cpu}, {os.cpu_count()} CPUs, "
-            f"Python {platform.python_version()}, NumPy {np.__version__} "
-            f"({blas.get('name')} {blas.get('version')}, {threads} BLAS threads), "
-            f"minigrad {blocks.get_num_threads()} threads")
-    if available("torch"):
-        import torch
-        line += f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
-    if available("autograd"):
-        from importlib.metadata import version
-        line += f", autograd {version('autograd')}"
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return line + f"; load average {load:.2f}; commit {_commit()}"
-
-
-def _commit() -> str:
-    """HEAD's short hash, marked when minigrad/ or vit/ differ from it (read-only git calls)."""
-    import subprocess
-
-    def git(*cmd):
-        return subprocess.run(["git", *cmd], capture_output=True, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = git("rev-parse", "--short", "HEAD").stdout.strip() or "?"
-        dirty = git("diff", "--quiet", "HEAD", "--", "minigrad", "vit").returncode == 1
-    except OSError:
-        return "?"
-    return head + (" + uncommitted changes in minigrad/ or vit/" if dirty else "")
+    """The run's first line: date, machine, libraries and threads, load average, commit."""
+    return (f"{now()}  " + machine.machine_line(machine_info()) + f"; load average "
+            f"{(load_average() or ['?'])[0]}; commit {commit_line(git_commit())}")
 
 
 def main(argv=None) -> int:
@@ -266,7 +230,23 @@ def main(argv=None) -> int:
                     help="glibc mallopt: keep freed memory (no page faults for temporaries)")
     ap.add_argument("--threads", type=int,
                     help="BLAS, torch and minigrad threads (default: the machine's)")
+    ap.add_argument("--json", metavar="PATH",
+                    help="also write every number, the machine and the commit to PATH (JSON)")
     args = ap.parse_args(argv)
+    for name in ("rounds", "turn"):
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= 1000:
+            ap.error(f"--{name}: got {value}; expected an integer in [1, 1000]")
+    if not 0 <= args.settle <= 10 or not 0 < args.budget <= 3600:
+        ap.error(f"--settle/--budget: got {args.settle}/{args.budget}; expected 0 <= settle "
+                 "<= 10 and 0 < budget <= 3600 seconds")
+    if args.threads is not None and not 1 <= args.threads <= 256:
+        ap.error(f"--threads: got {args.threads}; expected an integer in [1, 256]")
+    if args.json:
+        try:
+            check_output_path(args.json)
+        except ValueError as e:
+            ap.error(str(e))
     if args.threads:
         try:
             from threadpoolctl import threadpool_limits
@@ -283,10 +263,13 @@ def main(argv=None) -> int:
     keys = (args.configs or ("A,B" if args.quick else "A,B,C,D")).upper().split(",")
     if any(k not in CONFIGS for k in keys):
         ap.error(f"--configs: expected letters from {','.join(CONFIGS)}, got {args.configs}")
-    impls = ["minigrad32", "minigrad64", "manual", "torch", "autograd"]
+    impls = list(IMPLS)
     skipped = [n for n in ("torch", "autograd") if not available(n)]
     impls = [n for n in impls if n not in skipped]
     if args.impls:
+        unknown = [n for n in args.impls.split(",") if n not in IMPLS]
+        if unknown:
+            ap.error(f"--impls: got {','.join(unknown)}; expected names from {','.join(IMPLS)}")
         impls = [n for n in args.impls.split(",") if n in impls]
     rounds, warmup = (args.rounds or 2, 1) if args.quick else (args.rounds, 2)
     turn, settle = (args.turn or 2, 0.05) if args.quick else (args.turn or 5, args.settle)
@@ -303,46 +286,79 @@ def main(argv=None) -> int:
               "32 MiB)")
     if skipped:
         print(f"skipped (not importable): {', '.join(skipped)}")
+    record = {"benchmark": "train_step", "schema": SCHEMA, "started": now(),
+              "argv": sys.argv[1:] if argv is None else list(argv),
+              "settings": {"quick": args.quick, "threads": args.threads,
+                           "keep_heap": args.keep_heap, "rounds": rounds, "turn": turn,
+                           "settle_s": settle, "budget_s": args.budget},
+              "machine": machine_info(), "commit": git_commit(),
+              "load_average_start": load_average(), "skipped": skipped}
     n_peak, peak_reps = (512, 3) if args.quick else (2048, 5)
     peaks = []  # sampled before each config and at the end: other load only lowers it
-    results = []  # (config, {impl: (median, min, faults, peak MB)}, repetitions)
+    configs = []
     for k in keys:
         peaks.append(matmul_peak(n_peak, peak_reps))
         steps = build(CONFIGS[k], impls)
         res, n = run_config(CONFIGS[k], steps, warmup, args.budget, turn, settle, rounds)
-        for name in impls:
-            mem = float("nan") if name == "torch" else peak_memory(steps[name])
-            res[name] += (mem,)
-        results.append((CONFIGS[k], res, n))
+        mems = {name: None if name == "torch" else peak_memory(steps[name]) for name in impls}
+        configs.append(config_record(k, res, n, mems))
     peaks.append(matmul_peak(n_peak, peak_reps))
-    peak = max(peaks)
-    print(f"float32 matmul peak: {peak:.1f} GFLOP/s ({n_peak}^2 np.matmul; the best of "
-          f"{peak_reps} before each config and after the last: "
-          f"{', '.join(f'{p:.0f}' for p in peaks)})")
+    record["matmul_peak_gflops"] = {"best": max(peaks), "samples": peaks, "n": n_peak,
+                                    "reps": peak_reps}
+    for c in configs:
+        for r in c["results"].values():
+            r["peak_fraction"] = r["gflops"] / max(peaks)
+    record.update(configs=configs, load_average_end=load_average(), finished=now())
+    print_record(record)
+    if args.json:
+        write_json(args.json, record)
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def config_record(key: str, res: dict, n: int, mems: dict) -> dict:
+    """One config's entry of the JSON record: times in ms, ratios of minigrad32 to the others."""
+    cfg = CONFIGS[key]
+    flops = cfg.step_flops()
+    results = {name: {"median_ms": 1e3 * med, "min_ms": 1e3 * best,
+                      "gflops": flops / med / 1e9, "peak_mb": mems[name],
+                      "faults_per_step": faults}
+               for name, (med, best, faults) in res.items()}
+    ratios = {f"{BASE}/{other}": {"median": res[BASE][0] / res[other][0],
+                                  "min": res[BASE][1] / res[other][1]}
+              for other in RATIO_TO if BASE in res and other in res}
+    return {"key": key, "name": cfg.name, "shape": cfg._asdict(), "timed_steps": n,
+            "mflop_per_step": flops / 1e6, "results": results, "ratios": ratios}
+
+
+def print_record(record: dict) -> None:
+    """The plain-text tables, from the same record the JSON file holds."""
+    peak = record["matmul_peak_gflops"]
+    print(f"float32 matmul peak: {peak['best']:.1f} GFLOP/s ({peak['n']}^2 np.matmul; the best "
+          f"of {peak['reps']} before each config and after the last: "
+          f"{', '.join(f'{p:.0f}' for p in peak['samples'])})")
     print("one training step: forward + cross-entropy + backward + SGD on every parameter; "
           "float32 unless named 64;\nGFLOP/s = analytic matmul FLOPs (3x forward) / median "
           "time; peak MB = tracemalloc peak over one step\n(torch: n/a, its CPU allocator does "
           "not report to tracemalloc); faults = minor page faults per step\n")
-    print(f"load average after the steps: {os.getloadavg()[0]:.2f}\n" if hasattr(os, "getloadavg")
-          else "", end="")
+    print(f"load average (1, 5, 15 min) at start {record['load_average_start']}, "
+          f"after the steps {record['load_average_end']}\n")
     print(HEADER)
-    for cfg, res, n in results:
-        flops = cfg.step_flops()
-        for name, (med, best, faults, mem) in res.items():
-            gf = flops / med / 1e9
-            mem = "n/a" if math.isnan(mem) else f"{mem:.1f}"
-            print(f"{cfg.name:<16} {name:<11} {med * 1e3:>10.2f} {best * 1e3:>9.2f} {gf:>8.1f} "
-                  f"{100 * gf / peak:>6.1f}% {mem:>8} {faults:>7.0f}")
-        print(f"{'':<16} ({n} timed steps each, {flops / 1e6:.1f} MFLOP per step)")
-    base = "minigrad32"
-    others = [n for n in ("torch", "manual", "autograd", "minigrad64") if n in impls]
-    for i, what in ((0, "median"), (1, "min")) if base in impls and others else ():
-        print(f"\nratios of {what} times (> 1: minigrad32 is slower)")
-        print(f"{'config':<16} " + " ".join(f"{base + '/' + n:>21}" for n in others))
-        for cfg, res, _ in results:
-            print(f"{cfg.name:<16} " + " ".join(f"{res[base][i] / res[n][i]:>21.2f}"
-                                                for n in others))
-    return 0
+    for c in record["configs"]:
+        for name, r in c["results"].items():
+            mem = "n/a" if r["peak_mb"] is None else f"{r['peak_mb']:.1f}"
+            print(f"{c['name']:<16} {name:<11} {r['median_ms']:>10.2f} {r['min_ms']:>9.2f} "
+                  f"{r['gflops']:>8.1f} {100 * r['peak_fraction']:>6.1f}% {mem:>8} "
+                  f"{r['faults_per_step']:>7.0f}")
+        print(f"{'':<16} ({c['timed_steps']} timed steps each, {c['mflop_per_step']:.1f} MFLOP "
+              "per step)")
+    names = list(record["configs"][0]["ratios"]) if record["configs"] else []
+    for what in ("median", "min") if names else ():
+        print(f"\nratios of {what} times (> 1: {BASE} is slower)")
+        print(f"{'config':<16} " + " ".join(f"{n:>21}" for n in names))
+        for c in record["configs"]:
+            print(f"{c['name']:<16} " + " ".join(f"{c['ratios'][n][what]:>21.2f}"
+                                                for n in names))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,195 @@
+"""How much slower each implementation's training step gets while another process keeps one
+core busy, on configs B, C and D of train_step.py.
+
+    python benchmarks/busy.py                    # B, C, D: a few minutes
+    python benchmarks/busy.py --quick            # config A-sized smoke run (a test)
+    python benchmarks/busy.py --json busy.json --doc docs/performance.md
+
+Variants, interleaved in one process (round-robin turns, as train_step.run_config):
+  minigrad32            the machine's default threads (BLAS, minigrad's block pool)
+  minigrad32 1 thread   minigrad's pool off and BLAS held to one thread for the step
+  manual                vit/manual.py, default BLAS threads
+  torch                 PyTorch eager, its default intra-op threads
+  torch 1 thread        torch.set_num_threads(1) for the step
+The thread settings are applied on every call and undone after it, so the variants can share
+a process. Phases alternate idle, busy, idle, busy; in a busy phase a child process spins in
+pure Python (one core's worth of work) for at most a bounded time, and is killed when the
+phase ends (or the run fails). Slowdown = busy median / idle median, each the lower of its two
+phases' medians (a burst of outside load can hit one phase), and the same of minima.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from minigrad import blocks  # noqa: E402
+from minigrad.heap import keep_heap  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_step as ts  # noqa: E402
+from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
+                     machine_info, machine_line, now, write_json, write_text)
+
+BEGIN, END = "<!-- busy:begin -->", "<!-- busy:end -->"
+VARIANTS = ("minigrad32", "minigrad32 1 thread", "manual", "torch", "torch 1 thread")
+SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def variants(config) -> dict:
+    """{variant: step()}, each with its own copy of the same weights; the one-thread variants
+    set their threads around each call."""
+    names = ["minigrad32", "manual"] + (["torch"] if available("torch") else [])
+    base, one = ts.build(config, names), ts.build(config, [n for n in names if n != "manual"])
+    out = {"minigrad32": base["minigrad32"]}
+
+    def mg_one():
+        default = blocks.get_num_threads()
+        blocks.set_num_threads(1)
+        try:
+            with blocks.one_blas_thread():
+                return one["minigrad32"]()
+        finally:
+            blocks.set_num_threads(default)
+    out["minigrad32 1 thread"] = mg_one
+    out["manual"] = base["manual"]
+    if "torch" in base:
+        import torch
+        default_torch = torch.get_num_threads()
+
+        def torch_one():
+            torch.set_num_threads(1)
+            try:
+                return one["torch"]()
+            finally:
+                torch.set_num_threads(default_torch)
+        out["torch"], out["torch 1 thread"] = base["torch"], torch_one
+    return out
+
+
+class Spinner:
+    """A child process spinning on one core for at most ``seconds``; ``stop()`` kills it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=float(seconds))])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+
+
+def measure(config, budget: float, quick: bool) -> dict:
+    """{variant: {"idle": [s...], "busy": [s...]}} over alternating phases."""
+    warmup, turn, settle = (1, 2, 0.02) if quick else (2, 4, 0.2)
+    times = {v: {"idle": [], "busy": [], "idle_min": [], "busy_min": []} for v in VARIANTS}
+    loads = {"idle": [], "busy": []}
+    for phase in ("idle", "busy", "idle", "busy"):
+        steps = variants(config)  # fresh weights: run_config checks the first losses agree
+        spinner = Spinner(min(600.0, 4 * budget + 60)) if phase == "busy" else None
+        try:
+            res, n = ts.run_config(config, steps, warmup, budget / 2, turn, settle,
+                                   2 if quick else None)
+            loads[phase].append(load_average())
+        finally:
+            if spinner:
+                spinner.stop()
+        for v, (med, best, _) in res.items():
+            times[v][phase].append(med)
+            times[v][phase + "_min"].append(best)
+    out = {}
+    for v, t in times.items():
+        if not t["idle"]:
+            continue
+        # The less disturbed of the two phases of each kind: on a shared machine a burst of
+        # outside load can hit one phase; idle and busy are treated alike.
+        idle, busy = min(t["idle"]), min(t["busy"])
+        idle_min, busy_min = min(t["idle_min"]), min(t["busy_min"])
+        out[v] = {"idle_ms": 1e3 * idle, "busy_ms": 1e3 * busy, "idle_min_ms": 1e3 * idle_min,
+                  "busy_min_ms": 1e3 * busy_min, "slowdown": busy / idle,
+                  "slowdown_min": busy_min / idle_min,
+                  "phase_medians_ms": {k: [1e3 * x for x in t[k]] for k in ("idle", "busy")}}
+    return {"results": out, "load_average": loads}
+
+
+def markdown(record: dict) -> str:
+    """The ``<!-- busy:begin -->`` region: slowdown factors side by side."""
+    cols = [v for v in VARIANTS if any(v in c["results"] for c in record["configs"])]
+    head = (record["commit"].get("head") or "?")[:7]
+    lines = [BEGIN, "<!-- generated by benchmarks/busy.py --doc; rerun it, do not edit -->",
+             f"Run of {record['started'][:16].replace('T', ' ')} UTC, commit `{head}`, "
+             f"{record['machine']['cpu']}, {record['machine']['logical_cpus']} CPUs; load "
+             f"average {(record['load_average_start'] or ['?'])[0]} at start, "
+             f"{(record['load_average_end'] or ['?'])[0]} at end"
+             + (" (`--quick`)" if record.get("quick") else "") + ".", "",
+             "Slowdown with one core kept busy (busy median / idle median, each the lower of "
+             "its two phases'; in brackets the same of minima):", "",
+             "| config | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for c in record["configs"]:
+        r = c["results"]
+        lines.append(f"| {c['name']} | " + " | ".join(
+            f"**{r[v]['slowdown']:.2f}x** ({r[v]['slowdown_min']:.2f})" if v in r else ""
+            for v in cols) + " |")
+    lines += ["", "Median ms per step, idle / busy:", "",
+              "| config | " + " | ".join(cols) + " | load idle / busy |",
+              "|---|" + "---:|" * len(cols) + "---:|"]
+    for c in record["configs"]:
+        r, la = c["results"], c["load_average"]
+        load = " / ".join("{:.1f}".format(np.mean([x[0] for x in la[p]])) if la[p] else "?"
+                          for p in ("idle", "busy"))
+        lines.append(f"| {c['name']} | " + " | ".join(
+            f"{r[v]['idle_ms']:.2f} / {r[v]['busy_ms']:.2f}" if v in r else "" for v in cols)
+            + f" | {load} |")
+    return "\n".join(lines + [END])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="config A, two rounds (a test)")
+    ap.add_argument("--configs", help="comma-separated subset of A,B,C,D (default B,C,D)")
+    ap.add_argument("--budget", type=float, default=16.0,
+                    help="seconds of timing per config and state (idle, busy)")
+    ap.add_argument("--json", metavar="PATH", help="write the record as JSON")
+    ap.add_argument("--doc", metavar="MD", help=f"replace the {BEGIN} region of MD")
+    args = ap.parse_args(argv)
+    keys = (args.configs or ("A" if args.quick else "B,C,D")).upper().split(",")
+    if any(k not in ts.CONFIGS for k in keys):
+        ap.error(f"--configs: got {args.configs}; expected letters from {','.join(ts.CONFIGS)}")
+    if not 0.1 <= args.budget <= 300:
+        ap.error(f"--budget: got {args.budget}; expected 0.1 to 300 seconds")
+    for option in ("json", "doc"):
+        if getattr(args, option):
+            try:
+                check_output_path(getattr(args, option), "--" + option)
+            except ValueError as e:
+                ap.error(str(e))
+    keep_heap()  # as `python -m vit train` does
+    info = machine_info()
+    print(f"{now()}  {machine_line(info)}; load average {load_average()}")
+    record = {"benchmark": "busy", "schema": 1, "started": now(), "quick": args.quick,
+              "machine": info, "commit": git_commit(), "load_average_start": load_average(),
+              "configs": []}
+    for k in keys:
+        got = measure(ts.CONFIGS[k], 1.0 if args.quick else args.budget, args.quick)
+        record["configs"].append({"key": k, "name": ts.CONFIGS[k].name, **got})
+        print(f"{ts.CONFIGS[k].name}: " + ", ".join(
+            f"{v} {r['slowdown']:.2f}x" for v, r in got["results"].items()), flush=True)
+    record.update(load_average_end=load_average(), finished=now())
+    text = markdown(record)
+    print("\n" + text)
+    if args.json:
+        write_json(args.json, record)
+    if args.doc:
+        from report import replace_region
+        with open(args.doc, encoding="utf-8") as f:
+            doc = f.read()
+        write_text(args.doc, replace_region(doc, text, f"--doc {args.doc}", BEGIN, END), "--doc")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
