@@ -17,6 +17,8 @@ import tempfile
 import threading
 from typing import BinaryIO, Callable, TextIO
 
+from .files import fspath
+
 __all__ = ["write_atomic", "open_append_nofollow", "append_line", "file_mode",
            "TEMP_PREFIX"]
 
@@ -47,14 +49,6 @@ def file_mode() -> int:
     return 0o666 & ~_umask()
 
 
-def _fspath(path, what: str) -> str:
-    try:
-        return os.fspath(path)
-    except TypeError:
-        raise TypeError(f"{what}: got {type(path).__name__} {path!r}; expected a file path "
-                        "(str or os.PathLike)") from None
-
-
 def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> None:
     """Call ``write(f)`` on a binary temporary file beside ``path``, then put it in place.
 
@@ -63,7 +57,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     disk) names ``path`` and says the previous file is unchanged; the temporary file is
     removed on any error.
     """
-    path = _fspath(path, "save path")
+    path = fspath(path, "save path")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{path}: the folder {folder} does not exist; expected an "
@@ -114,7 +108,7 @@ def open_append_nofollow(path: str | os.PathLike) -> TextIO:
     file, or a file with other hard links: a log is never written through a link or into
     something that is not its own file.
     """
-    where = _fspath(path, "log path")
+    where = fspath(path, "log path")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | \
         getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:

@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["open_regular", "decoded_limit", "read_into", "shorten", "is_finite_real",
+__all__ = ["fspath", "open_regular", "decoded_limit", "read_into", "shorten", "is_finite_real",
            "MAX_DECODED_BYTES", "MAX_EXPANSION", "EXPANSION_FLOOR", "SHOWN_CHARS"]
 
 #: The most bytes one data, model or checkpoint file may decode to (all its arrays together).
@@ -47,7 +47,8 @@ def is_finite_real(value) -> bool:
 _FLOAT_MAX = int(np.finfo(np.float64).max)
 
 
-def _fspath(path, what: str) -> str:
+def fspath(path, what: str) -> str:
+    """``os.fspath(path)``, or a TypeError naming ``what`` (the argument or option)."""
     try:
         return os.fspath(path)
     except TypeError:
@@ -72,7 +73,7 @@ def open_regular(path, what: str = "file") -> BinaryIO:
     open wait for a writer. FileNotFoundError for a missing path; ValueError for anything
     that is not a regular file.
     """
-    where = _fspath(path, what)
+    where = fspath(path, what)
 
     def refuse(mode: int):
         return ValueError(f"{where}: cannot be read: not a regular file ({_kind(mode)}); "

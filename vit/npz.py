@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 
 from .atomic import write_atomic
-from .files import MAX_DECODED_BYTES, decoded_limit, open_regular, read_into, shorten
+from .files import MAX_DECODED_BYTES, decoded_limit, fspath, open_regular, read_into, shorten
 
 __all__ = ["save_npz_atomic", "load_npz", "json_entry", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS",
            "MAX_HEADER_BYTES", "MAX_TEXT_CHARS", "MEMBER_KINDS"]
@@ -36,14 +36,6 @@ MEMBER_KINDS = "biufU"
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive
 _NPY_MAGIC = b"\x93NUMPY"
-
-
-def _fspath(path, what: str) -> str:
-    try:
-        return os.fspath(path)
-    except TypeError:
-        raise TypeError(f"{what}: got {type(path).__name__} {path!r}; expected a file path "
-                        "(str or os.PathLike)") from None
 
 
 def save_npz_atomic(path, arrays: dict) -> None:
@@ -150,7 +142,7 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).
     """
-    where = _fspath(path, "load path")
+    where = fspath(path, "load path")
     try:
         with open_regular(where, ".npz file") as f:
             head = f.read(6)
