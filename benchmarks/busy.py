@@ -33,7 +33,7 @@ from minigrad.heap import keep_heap  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_step as ts  # noqa: E402
 from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
-                     machine_info, machine_line, now, write_json, write_text)
+                     machine_info, machine_line, now, write_json)
 
 BEGIN, END = "<!-- busy:begin -->", "<!-- busy:end -->"
 VARIANTS = ("minigrad32", "minigrad32 1 thread", "manual", "torch", "torch 1 thread")
@@ -184,10 +184,8 @@ def main(argv=None) -> int:
     if args.json:
         write_json(args.json, record)
     if args.doc:
-        from report import replace_region
-        with open(args.doc, encoding="utf-8") as f:
-            doc = f.read()
-        write_text(args.doc, replace_region(doc, text, f"--doc {args.doc}", BEGIN, END), "--doc")
+        from report import update_doc
+        update_doc(args.doc, text, BEGIN, END)
     return 0
 
 

@@ -216,6 +216,13 @@ def render_all(records: list[dict]) -> str:
             f"edit the JSON run, not this region -->\n{body}\n{END}")
 
 
+def update_doc(path: str, region: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the region between ``begin`` and ``end`` in the doc at ``path`` (atomically)."""
+    with open(path, encoding="utf-8") as f:
+        doc = f.read(MAX_BYTES + 1)
+    write_text(path, replace_region(doc, region, f"--doc {path}", begin, end), "--doc")
+
+
 def replace_region(doc: str, region: str, where: str, begin: str = BEGIN,
                    end: str = END) -> str:
     """``doc`` with the text from ``begin`` to ``end`` (markers included) replaced by
@@ -372,10 +379,7 @@ def scaling_main(args) -> int:
     if args.print:
         print(region)
         return 0
-    with open(args.doc, encoding="utf-8") as f:
-        doc = f.read(MAX_BYTES + 1)
-    write_text(args.doc, replace_region(doc, region, f"--doc {args.doc}", "<!-- scaling:begin -->",
-                                        "<!-- scaling:end -->"), "--doc")
+    update_doc(args.doc, region, "<!-- scaling:begin -->", "<!-- scaling:end -->")
     if args.figure:
         scaling_figure(record, args.figure)
     print(f"rewrote the scaling region of {args.doc} from {args.runs[0]}")

@@ -50,7 +50,7 @@ from vit.model import TinyViT  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_step as ts  # noqa: E402
 from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
-                     machine_info, machine_line, now, write_json, write_text)
+                     machine_info, machine_line, now, write_json)
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
 BEGIN, END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
@@ -303,7 +303,7 @@ def main(argv=None) -> int:
     record["worst"] = profile_worst(record["axes"], args.quick)
     record.update(load_average_end=load_average(), finished=now(),
                   seconds=time.perf_counter() - t0)
-    from report import replace_region, scaling_figure, scaling_markdown
+    from report import scaling_figure, scaling_markdown, update_doc
     text = scaling_markdown(record)
     print("\n" + text)
     if record["worst"]:
@@ -313,9 +313,7 @@ def main(argv=None) -> int:
     if args.figure:
         scaling_figure(record, args.figure)
     if args.doc:
-        with open(args.doc, encoding="utf-8") as f:
-            doc = f.read()
-        write_text(args.doc, replace_region(doc, text, f"--doc {args.doc}", BEGIN, END), "--doc")
+        update_doc(args.doc, text, BEGIN, END)
     return 0
 
 
