@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import blocks  # noqa: E402
+from minigrad import parallel  # noqa: E402
 from minigrad.heap import keep_heap  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,13 +48,13 @@ def variants(config) -> dict:
     out = {"minigrad32": base["minigrad32"]}
 
     def mg_one():
-        default = blocks.get_num_threads()
-        blocks.set_num_threads(1)
+        default = parallel.get_num_threads()
+        parallel.set_num_threads(1)
         try:
-            with blocks.one_blas_thread():
+            with parallel.one_blas_thread():
                 return one["minigrad32"]()
         finally:
-            blocks.set_num_threads(default)
+            parallel.set_num_threads(default)
     out["minigrad32 1 thread"] = mg_one
     out["manual"] = base["manual"]
     if "torch" in base:

@@ -29,7 +29,7 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor, blocks  # noqa: E402
+from minigrad import F, Tensor, parallel  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import machine_line  # noqa: E402
@@ -118,7 +118,7 @@ def pin_threads(n: int) -> None:
     """n threads for BLAS (threadpoolctl), torch and minigrad's block pool."""
     from threadpoolctl import threadpool_limits
     _limits.append(threadpool_limits(n))
-    blocks.set_num_threads(n)
+    parallel.set_num_threads(n)
     if importlib.util.find_spec("torch"):
         import torch
         torch.set_num_threads(n)

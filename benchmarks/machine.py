@@ -61,11 +61,11 @@ def blas_info() -> list[dict]:
 
 def machine_info() -> dict:
     """The machine and libraries, as the JSON result files record them."""
-    from minigrad import blocks
+    from minigrad import parallel
     info = {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cores": usable_cores(),
             "platform": platform.platform(), "python": platform.python_version(),
             "numpy": np.__version__, "blas": blas_info(),
-            "minigrad_threads": blocks.get_num_threads(), "torch": None}
+            "minigrad_threads": parallel.get_num_threads(), "torch": None}
     if available("torch"):
         import torch
         info["torch"] = {"version": torch.__version__, "num_threads": torch.get_num_threads(),

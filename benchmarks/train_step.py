@@ -33,7 +33,7 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor, blocks  # noqa: E402
+from minigrad import F, Tensor, parallel  # noqa: E402
 from minigrad.heap import keep_heap  # noqa: E402
 from vit import manual  # noqa: E402
 from vit.model import TinyViT  # noqa: E402
@@ -254,7 +254,7 @@ def main(argv=None) -> int:
             ap.error("--threads needs threadpoolctl (or set OPENBLAS_NUM_THREADS and "
                      "OMP_NUM_THREADS before starting)")
         _limits.append(threadpool_limits(args.threads))
-        blocks.set_num_threads(args.threads)
+        parallel.set_num_threads(args.threads)
         if available("torch"):
             import torch
             torch.set_num_threads(args.threads)

@@ -15,7 +15,7 @@ from . import functional as F
 from . import heap, nn, optim
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
 from .graph import enable_grad, is_grad_enabled, no_grad
-from .inspect import GraphSummary, graph_summary
+from .summary import GraphSummary, graph_summary
 from .defop import op, record
 from .tensor import Tensor, as_tensor, tensor
 

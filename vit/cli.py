@@ -380,8 +380,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _blas_threads(n: int):
     """BLAS threads outside minigrad's kernels (which run BLAS on one thread themselves):
-    minigrad.blocks owns the count, so the two limits cannot undo each other."""
-    from minigrad.blocks import blas_threads
+    minigrad.parallel owns the count, so the two limits cannot undo each other."""
+    from minigrad.parallel import blas_threads
     return blas_threads(n)
 
 

@@ -6,7 +6,7 @@ from .elementwise import (
 from .attention import self_attention
 from .conv import conv1d, conv2d, pad
 from .linalg import linear, matmul
-from .nn import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .fused import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
 from .pool import avg_pool2d, max_pool2d
 from .reduce import max, mean, min, sum, var
 from .shape import (

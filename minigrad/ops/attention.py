@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from ..blocks import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
+from ..parallel import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
 from ..defop import op
-from .nn import _row_max, _row_sum
+from .fused import _row_max, _row_sum
 
 __all__ = ["self_attention", "attention_weights"]
 

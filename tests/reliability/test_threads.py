@@ -1,6 +1,6 @@
 """Training in threads: results do not depend on which thread trains.
 
-minigrad holds BLAS to one thread inside its kernels (``minigrad.blocks.one_blas_thread``),
+minigrad holds BLAS to one thread inside its kernels (``minigrad.parallel.one_blas_thread``),
 and that must hold in every thread, not only in the first one that asked: NumPy's OpenBLAS
 (pthreads) has one thread count for the whole process, and threadpoolctl silently ignores
 ``set_num_threads`` from any thread but the first to call it. Two trainers in two threads must
@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from minigrad import F, Tensor, blocks
+from minigrad import F, Tensor, parallel
 from minigrad.optim import AdamW
 from vit.model import TinyViT
 
@@ -40,7 +40,7 @@ def blas_two_threads():
     if not blas_counts():
         pytest.skip("no BLAS library that threadpoolctl can control")
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        with blocks.one_blas_thread():  # the main thread limits first, as a training run would
+        with parallel.one_blas_thread():  # the main thread limits first, as a training run would
             pass
         yield
 
@@ -64,7 +64,7 @@ def in_thread(fn, *args):
 
 def test_blas_is_held_to_one_thread_in_any_thread(blas_two_threads):
     def inside():
-        with blocks.one_blas_thread():
+        with parallel.one_blas_thread():
             return blas_counts()
 
     assert inside() == [1] * len(blas_counts())  # in the main thread
@@ -76,7 +76,7 @@ def test_two_threads_inside_at_once_then_restored(blas_two_threads):
     inside, leave, seen = threading.Barrier(2), threading.Event(), []
 
     def hold(first):
-        with blocks.one_blas_thread():
+        with parallel.one_blas_thread():
             inside.wait()
             if first:
                 leave.wait()  # the other thread leaves first: still one thread for this one
@@ -103,7 +103,7 @@ def linear_product(x0, w0, cot):
 
 def test_a_product_in_another_thread_has_the_main_threads_bits(blas_two_threads):
     """A long summed axis: OpenBLAS with 2 threads gives other last bits than with 1 (the
-    same shape as tests/minigrad/test_blocks.py shows it with)."""
+    same shape as tests/minigrad/test_parallel.py shows it with)."""
     rng = np.random.default_rng(11)
     x0 = rng.standard_normal((64, 3000)).astype(np.float32)
     w0 = rng.standard_normal((3000, 96)).astype(np.float32)
@@ -198,24 +198,24 @@ def test_blas_threads_sets_the_count_outside_and_one_blas_thread_still_wins():
     if not blas_counts():
         pytest.skip("no BLAS library that threadpoolctl can control")
     before = blas_counts()
-    with blocks.blas_threads(2):
+    with parallel.blas_threads(2):
         assert in_thread(blas_counts) == [2] * len(before)
-        with blocks.one_blas_thread():
+        with parallel.one_blas_thread():
             assert in_thread(blas_counts) == [1] * len(before)
-            with blocks.blas_threads(2):  # asked for inside: applies once the block is left
+            with parallel.blas_threads(2):  # asked for inside: applies once the block is left
                 assert blas_counts() == [1] * len(before)
             assert blas_counts() == [1] * len(before)
         assert blas_counts() == [2] * len(before)
     assert blas_counts() == before
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="blas_threads n"):
-            blocks.blas_threads(bad)
+            parallel.blas_threads(bad)
 
 
 # ---- MINIGRAD_NUM_THREADS ------------------------------------------------------------------
 def import_with(value: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": ROOT, "MINIGRAD_NUM_THREADS": value}
-    code = "import minigrad.blocks as b; print(b.get_num_threads(), b.MAX_THREADS, b._cores())"
+    code = "import minigrad.parallel as b; print(b.get_num_threads(), b.MAX_THREADS, b._cores())"
     return subprocess.run([sys.executable, "-W", "default", "-c", code], env=env,
                           capture_output=True, text=True, timeout=60)
 
@@ -256,7 +256,7 @@ def measure(steps: int = 20, rounds: int = 5, **kw) -> None:
         rows["the same two one after the other"].append((a + b) / steps)
     base = np.median(rows["main thread"])
     print(f"TinyViT dim {kw.get('dim', 64)}, batch {kw.get('batch', 256)}, {steps} AdamW steps, "
-          f"median of {rounds} rounds; blocks threads {blocks.get_num_threads()}, BLAS "
+          f"median of {rounds} rounds; parallel threads {parallel.get_num_threads()}, BLAS "
           f"{blas_counts()}")
     print("| case | wall ms / steps | vs main thread |\n|---|---:|---:|")
     for name, times in rows.items():

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..blocks import for_each_block
+from ..parallel import for_each_block
 from ..defop import as_floating, op
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy"]

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import F, blocks
+from minigrad import F, parallel
 
 
 @pytest.fixture
 def threads():
-    before = blocks.get_num_threads()
-    yield blocks.set_num_threads
-    blocks.set_num_threads(before)
+    before = parallel.get_num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(before)
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (7, 3), (1000, 257), (3001, 64), (5, 70000)])
@@ -29,34 +29,34 @@ def test_every_row_is_visited_exactly_once(threads, rows, cols, n_threads):
         with lock:
             seen[lo:hi] += 1
 
-    blocks.for_each_block(kernel, rows, cols)
+    parallel.for_each_block(kernel, rows, cols)
     np.testing.assert_array_equal(seen, np.ones(rows, dtype=np.int64))
 
 
 def test_large_arrays_really_use_several_threads(threads):
     threads(2)
     names = set()
-    blocks.for_each_block(lambda lo, hi: names.add(threading.current_thread().name),
-                          rows=4 * blocks.PARALLEL_ELEMENTS // 64, cols=64)
+    parallel.for_each_block(lambda lo, hi: names.add(threading.current_thread().name),
+                          rows=4 * parallel.PARALLEL_ELEMENTS // 64, cols=64)
     assert len(names) == 2
 
 
 def test_an_error_in_a_worker_reaches_the_caller(threads):
     threads(2)
-    rows = 4 * blocks.PARALLEL_ELEMENTS // 64
+    rows = 4 * parallel.PARALLEL_ELEMENTS // 64
 
     def kernel(lo, hi):
         if hi == rows:
             raise ZeroDivisionError("last block")
 
     with pytest.raises(ZeroDivisionError, match="last block"):
-        blocks.for_each_block(kernel, rows, 64)
+        parallel.for_each_block(kernel, rows, 64)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 def test_set_num_threads_rejects_non_positive_integers(bad):
     with pytest.raises(ValueError, match="set_num_threads"):
-        blocks.set_num_threads(bad)
+        parallel.set_num_threads(bad)
 
 
 def _composed(name, x, w, b):
@@ -95,11 +95,11 @@ def test_fused_ops_on_large_arrays_match_one_thread_bit_for_bit(threads, monkeyp
                                                                  dtype):
     # Large enough for the threaded path (its threshold lowered to keep the test small);
     # rows not a multiple of the block or thread count.
-    monkeypatch.setattr(blocks, "PARALLEL_ELEMENTS", 1 << 17)
+    monkeypatch.setattr(parallel, "PARALLEL_ELEMENTS", 1 << 17)
     rng = np.random.default_rng(5)
     # self_attention: (B, T, 3D) with 2 heads; its blocks are examples of H·T² = 2·211² scores
     shape = (7, 211, 3 * 130) if name == "self_attention" else (5, 211, 389)
-    assert np.prod(shape) > 2 * blocks.PARALLEL_ELEMENTS
+    assert np.prod(shape) > 2 * parallel.PARALLEL_ELEMENTS
     x0 = (3 * rng.standard_normal(shape)).astype(dtype)
     w0 = rng.standard_normal(shape[-1]).astype(dtype)
     b0 = rng.standard_normal(shape[-1]).astype(dtype)
@@ -180,7 +180,7 @@ def test_for_each_part_covers_every_index_once(threads, n, n_threads, flops):
         with lock:
             seen[lo:hi] += 1
 
-    blocks.for_each_part(kernel, n, flops)
+    parallel.for_each_part(kernel, n, flops)
     np.testing.assert_array_equal(seen, np.ones(n, dtype=np.int64))
 
 
@@ -192,14 +192,14 @@ def _blas_threads():
 def test_one_blas_thread_limits_inside_and_restores_after(threads):
     pytest.importorskip("threadpoolctl")
     before = _blas_threads()
-    with blocks.one_blas_thread():
+    with parallel.one_blas_thread():
         assert all(n == 1 for n in _blas_threads())
-        with blocks.one_blas_thread():  # re-entrant
+        with parallel.one_blas_thread():  # re-entrant
             assert all(n == 1 for n in _blas_threads())
         assert all(n == 1 for n in _blas_threads())
     assert _blas_threads() == before
     with pytest.raises(RuntimeError):  # restored on an exception too
-        with blocks.one_blas_thread():
+        with parallel.one_blas_thread():
             raise RuntimeError
     assert _blas_threads() == before
 
@@ -216,7 +216,7 @@ def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype, x_sh
     x0 = rng.standard_normal(x_shape).astype(dtype)
     w0 = rng.standard_normal((k, n)).astype(dtype)
     b0 = rng.standard_normal(n).astype(dtype)
-    assert 2 * np.prod(x_shape) * n > blocks.PARALLEL_FLOPS
+    assert 2 * np.prod(x_shape) * n > parallel.PARALLEL_FLOPS
     cot = rng.standard_normal(x_shape[:-1] + (n,)).astype(dtype)
     results = []
     for t in (1, 2, 3, 4):
@@ -266,7 +266,7 @@ def test_a_child_forked_inside_one_blas_thread_gets_its_blas_threads_back():
     entered, release = threading.Event(), threading.Event()
 
     def hold():
-        with blocks.one_blas_thread():
+        with parallel.one_blas_thread():
             entered.set()
             release.wait()
 

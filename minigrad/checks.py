@@ -1,0 +1,143 @@
+"""Argument checks shared by minigrad and by code built on it (``vit`` uses them too).
+
+One rule everywhere: a value of the wrong *type* raises ``TypeError``; a value of the right
+type outside what is allowed raises ``ValueError``. Every message names the argument, says
+what it got and what was expected, e.g. ``ValueError("Linear in_features: got 0; expected
+an integer >= 1")``.
+
+``bool`` is a subclass of ``int`` in Python, but ``True`` passed as a size or a rate is a
+mistake, not a 1: every numeric check here refuses bools.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+__all__ = [
+    "integer", "positive_int", "real", "boolean", "choice", "floating_dtype",
+    "state_mapping", "state_keys", "StateDictKeyError",
+]
+
+
+def _label(name: str, owner: str | None) -> str:
+    return f"{owner} {name}" if owner else name
+
+
+def integer(name: str, value: Any, *, low: int | None = None, high: int | None = None,
+            owner: str | None = None) -> int:
+    """``value`` as a Python int, checked to lie in ``[low, high]`` (either bound optional).
+
+    Accepts ``int`` and NumPy integer scalars; refuses bools, floats (even ``2.0``) and
+    strings with TypeError.
+    """
+    label = _label(name, owner)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{label}: got {value!r}; expected an integer")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        if high is None:
+            expected = f"an integer >= {low}"
+        elif low is None:
+            expected = f"an integer <= {high}"
+        else:
+            expected = f"an integer in [{low}, {high}]"
+        raise ValueError(f"{label}: got {value}; expected {expected}")
+    return value
+
+
+def positive_int(name: str, value: Any, *, owner: str | None = None) -> int:
+    """``value`` as a Python int >= 1 (a size, a count, a number of heads)."""
+    return integer(name, value, low=1, owner=owner)
+
+
+def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf,
+         low_open: bool = False, high_open: bool = False, owner: str | None = None) -> float:
+    """``value`` as a Python float, checked to lie in the interval from ``low`` to ``high``.
+
+    The bounds are closed unless ``low_open`` / ``high_open``; NaN and infinities are always
+    refused. Returning a Python float keeps float32 arrays float32 when the value is mixed
+    into them.
+    """
+    label = _label(name, owner)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{label}: got {value!r}; expected a real number")
+    value = float(value)
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (above and below and math.isfinite(value)):
+        raise ValueError(f"{label}: got {value}; expected {_interval(low, high, low_open, high_open)}")
+    return value
+
+
+def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    if low == -math.inf and high == math.inf:
+        return "a finite number"
+    if high == math.inf:
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    if low == -math.inf:
+        return f"a finite number {'<' if high_open else '<='} {high:g}"
+    return f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+
+def boolean(name: str, value: Any, *, owner: str | None = None) -> bool:
+    """``value`` if it is ``True`` or ``False`` (or a NumPy bool); anything else is a TypeError
+    (``"False"`` and ``0`` are not accepted as flags)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{_label(name, owner)}: got {value!r}; expected True or False")
+    return bool(value)
+
+
+def choice(name: str, value: Any, options: Iterable[str], *, owner: str | None = None) -> str:
+    """``value`` if it is one of the string ``options``."""
+    options = tuple(options)
+    label = _label(name, owner)
+    if not isinstance(value, str):
+        raise TypeError(f"{label}: got {value!r}; expected one of {', '.join(map(repr, options))}")
+    if value not in options:
+        raise ValueError(f"{label}: got {value!r}; expected one of {', '.join(map(repr, options))}")
+    return value
+
+
+def floating_dtype(name: str, value: Any, *, owner: str | None = None) -> np.dtype:
+    """``np.dtype(value)`` if it is a floating dtype (float16, float32, float64)."""
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind != "f":
+        raise TypeError(f"{_label(name, owner)}: got {value!r}; expected a floating dtype "
+                        "(np.float32, np.float64)")
+    return dtype
+
+
+class StateDictKeyError(KeyError, ValueError):
+    """A state dict's names do not match what its owner holds.
+
+    Both a KeyError (it is a failed lookup) and a ValueError (a bad argument, which is what
+    callers catching bad input expect); its message prints as written, where KeyError's own
+    ``str`` would show the repr.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def state_mapping(owner: str, state: Any) -> None:
+    """Refuse a ``load_state_dict`` argument that is not a mapping of names to arrays."""
+    if not isinstance(state, Mapping) and not hasattr(state, "keys"):
+        raise TypeError(f"{owner}.load_state_dict state: got {type(state).__name__}; expected "
+                        "a mapping of names to arrays (a state_dict() or np.load of one)")
+
+
+def state_keys(owner: str, state: Mapping[str, Any], expected: set) -> None:
+    """Refuse a state dict whose keys are not exactly ``expected``, listing both differences."""
+    missing = sorted(expected - set(state))
+    unexpected = sorted(set(state) - expected)
+    if missing or unexpected:
+        raise StateDictKeyError(
+            f"{owner}.load_state_dict: missing keys {missing}, unexpected keys {unexpected}; "
+            "expected exactly the keys of its state_dict()"
+        )
