@@ -1,7 +1,7 @@
 """conv1d and conv2d: gradients against finite differences and PyTorch, dtypes, bad arguments.
 
 Values against loop references and the per-case gradchecks live in the shared op table
-(conftest.py); this file adds the float64 gradcheck over every argument combination,
+(op_cases/conv.py); this file adds the float64 gradcheck over every argument combination,
 torch parity of values and gradients, and the refusals. docs/backward.md §16.
 """
 from __future__ import annotations

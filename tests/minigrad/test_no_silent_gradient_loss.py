@@ -127,7 +127,7 @@ def test_the_same_tensor_twice_names_the_position_without_a_vjp():
 
 
 def test_every_op_case_gives_each_floating_input_a_gradient(mg_op_case):
-    """The sweep over every public op (tests/minigrad/conftest.py's case table): with every
+    """The sweep over every public op (tests/minigrad/op_cases/, the case table): with every
     floating input a Tensor that requires grad, each one gets a gradient after backward, or
     the call is refused by name. None is left with .grad None."""
     case = mg_op_case

@@ -1,6 +1,6 @@
 """Every public op: values against NumPy/SciPy and VJPs against finite differences (float64).
 
-The cases live in ``conftest.py`` (``OP_CASES``): several shapes per op, broadcasting with
+The cases live in ``op_cases/`` (``OP_CASES``, one module per op family): several shapes per op, broadcasting with
 size-1 dims and rank promotion, every reduction axis form, every index kind, every matmul
 rank combination. The exact tie rules are checked here with hand-derived expected values.
 """
@@ -13,7 +13,7 @@ import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
 
-from conftest import OP_CASES  # noqa: E402  (the shared case table of this directory)
+from op_cases import OP_CASES  # noqa: E402  (the case table: one module per op family)
 
 
 def _tensors(case, dtype=np.float64):

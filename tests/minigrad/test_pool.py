@@ -1,6 +1,6 @@
 """max_pool2d, avg_pool2d and pad: gradients, PyTorch parity (ties and NaN included),
 dtypes and bad arguments. Values against loop references and per-case gradchecks are in the
-shared op table (conftest.py). docs/backward.md §17 (pooling) and §18 (pad).
+shared op table (op_cases/conv.py). docs/backward.md §17 (pooling) and §18 (pad).
 """
 from __future__ import annotations
 

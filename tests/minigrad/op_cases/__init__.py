@@ -1,0 +1,20 @@
+"""The op case table: ``OP_CASES`` maps every public op to its cases (:class:`OpCase`).
+
+One module per op family, named as the family's module in ``minigrad/ops/``: the cases of
+``minigrad/ops/fused.py``'s ``layer_norm`` are in ``op_cases/fused.py``. A new family adds
+a module here; it is found without being listed. The known families are imported first, in
+a fixed order, because every family draws its inputs from one seeded generator.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .base import OP_CASES, OpCase  # noqa: F401
+
+_FIRST = ("elementwise", "reduce", "shape", "linalg", "fused", "conv")
+for _name in _FIRST + tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
+                                   if m.name not in _FIRST + ("base",))):
+    importlib.import_module(f"{__name__}.{_name}")
+
+ALL_CASES = [c for cases in OP_CASES.values() for c in cases]
