@@ -193,6 +193,8 @@ def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causa
 def _sdpa(q, k, v, mask=None, is_causal=False, scale=None):
     """See ``scaled_dot_product_attention``; ``mask`` is a position here so that a float
     mask that requires grad gets its gradient."""
+    if mask is not None and not isinstance(mask, np.ndarray):  # a number (a 0-d mask)
+        mask = np.asarray(mask)
     shape, s = _sdpa_check(q, k, v, mask, is_causal, scale)
     dtype = np.result_type(q, k, v)
     if dtype.kind != "f":

@@ -290,6 +290,8 @@ def tile(a, reps):
 
     VJP: ḡ viewed as (r₀, n₀, r₁, n₁, ...), summed over the r axes.   docs/backward.md §31
     """
+    if isinstance(reps, np.ndarray):
+        reps = reps.tolist()
     reps = reps if isinstance(reps, (tuple, list)) else (reps,)
     reps = tuple(integer("reps", r, low=0, owner="tile") for r in reps)
     in_shape = a.shape
