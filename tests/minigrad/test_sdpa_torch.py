@@ -18,6 +18,8 @@ torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
 rng = np.random.default_rng(3233)
+#: The public ops this file compares with torch (for test_ops_torch.py's coverage check).
+TORCH_COVERED = {"scaled_dot_product_attention", "self_attention"}
 
 
 def rn(*shape):
