@@ -3,7 +3,7 @@ from .elementwise import (
     abs, add, astype, clip, div, equal, exp, greater, greater_equal, less, less_equal, log,
     maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
 )
-from .attention import self_attention
+from .attention import scaled_dot_product_attention, self_attention
 from .conv import conv1d, conv2d, pad
 from .linalg import linear, matmul
 from .fused import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
@@ -13,6 +13,8 @@ from .shape import (
     broadcast_to, concatenate, expand_dims, getitem, permute, reshape, split, squeeze, stack,
     swapaxes, transpose,
 )
+from .shape import flip, moveaxis, repeat, roll, tile, tril, triu
+from .indexing import diagonal, one_hot, put_along_axis, take_along_axis, trace
 
 #: The differentiable public ops, by name (the test suite checks each one's gradient).
 PUBLIC_OPS = (
@@ -26,6 +28,12 @@ PUBLIC_OPS = (
     "self_attention",
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
 )
+# issue 14, indexing, shape and attention (ops-c)
+PUBLIC_OPS += (
+    "take_along_axis", "put_along_axis", "tile", "repeat", "roll", "flip", "tril", "triu",
+    "moveaxis", "diagonal", "trace", "scaled_dot_product_attention",
+)
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 __all__ = list(PUBLIC_OPS) + list(COMPARISONS) + ["PUBLIC_OPS", "COMPARISONS"]
+__all__ += ["one_hot"]  # integer labels in, no gradient: not in PUBLIC_OPS (ops-c)

@@ -1,11 +1,12 @@
-"""Multi-head self-attention as one fused op, on the packed ``[Q | K | V]`` projections.
+"""Attention: multi-head self-attention as one fused op on the packed ``[Q | K | V]``
+projections, and scaled dot-product attention on separate Q, K, V with masks.
 
 Composed from primitive ops, one attention layer is about twenty recorded ops (three
 reshapes and three transposes to split the heads, the scores' product, the softmax, the
 weighted sum, the head merge) with a copy at every layout change. Fused, it is one op that
 reads the heads as strided views of its input, writes them merged into its output, and runs
 batch block by batch block on every core (NumPy's stacked matmul releases the GIL).
-docs/backward.md derives the VJP.
+docs/backward.md §12 derives the VJP, §32 that of ``scaled_dot_product_attention``.
 """
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ import math
 
 import numpy as np
 
+from typing import Any
+
+from ..checks import boolean, real
 from ..parallel import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
 from ..defop import op
+from ..tensor import Tensor
 from .fused import _row_max, _row_sum
 
-__all__ = ["self_attention", "attention_weights"]
+__all__ = ["self_attention", "attention_weights", "scaled_dot_product_attention"]
 
 
 def _heads(a: np.ndarray, lo: int, hi: int, part: int | None, num_heads: int) -> np.ndarray:
@@ -30,8 +35,9 @@ def _heads(a: np.ndarray, lo: int, hi: int, part: int | None, num_heads: int) ->
     return cols.reshape(hi - lo, T, num_heads, D // num_heads).transpose(0, 2, 1, 3)
 
 
-def _check(qkv: np.ndarray, num_heads, scale) -> float:
+def _check(qkv: np.ndarray, num_heads, scale, is_causal=False) -> float:
     """Validate the arguments; return the scale of the scores."""
+    boolean("is_causal", is_causal, owner="self_attention")
     if isinstance(num_heads, bool) or not isinstance(num_heads, (int, np.integer)) \
             or num_heads <= 0:
         raise ValueError(f"self_attention num_heads: got {num_heads!r}; expected a positive "
@@ -48,10 +54,15 @@ def _check(qkv: np.ndarray, num_heads, scale) -> float:
     return float(scale)
 
 
-def _weights(q: np.ndarray, k: np.ndarray, s: float, out: np.ndarray | None = None) -> np.ndarray:
+def _weights(q: np.ndarray, k: np.ndarray, s: float, out: np.ndarray | None = None,
+             future: np.ndarray | None = None) -> np.ndarray:
     """A = softmax(s · Q Kᵀ) over key positions, for (b, H, T, d) Q and K, into ``out``
-    (b, H, T, T), C-contiguous, or a new array."""
+    (b, H, T, T), C-contiguous, or a new array. ``future`` (T, T), True above the diagonal,
+    marks the keys a causal query may not read: their scores become −inf, their weights 0
+    (position 0 is never masked, so no row is empty)."""
     a = np.matmul(q * s, k.swapaxes(-1, -2), out=out)
+    if future is not None:
+        np.copyto(a, -np.inf, where=future)
     rows = a.reshape(-1, a.shape[-1])
     rows -= _row_max(rows)
     np.exp(rows, out=rows)
@@ -59,30 +70,37 @@ def _weights(q: np.ndarray, k: np.ndarray, s: float, out: np.ndarray | None = No
     return a
 
 
+def _future(T: int, is_causal: bool) -> np.ndarray | None:
+    return np.triu(np.ones((T, T), dtype=bool), 1) if is_causal else None
+
+
 @op(arrays=1)
-def self_attention(qkv, num_heads, scale=None):
+def self_attention(qkv, num_heads, scale=None, is_causal=False):
     """(B, T, 3D) -> (B, T, D): scaled dot-product attention of every head, heads concatenated.
 
     ``qkv = [Q | K | V]`` along the last axis (what one Linear layer of width 3D gives);
     each third is cut into H heads of width d = D/H, head h being columns h·d:(h+1)·d. Per
-    head, with s = ``scale`` (default 1/√d) and the softmax over key positions (no mask):
+    head, with s = ``scale`` (default 1/√d) and the softmax over key positions (with
+    ``is_causal``, query i reads keys j <= i only: the scores of j > i are −inf):
         A = softmax(s · Q Kᵀ)  (B, H, T, T),     O = A V  (B, H, T, d),
     and the output puts head h's O in columns h·d:(h+1)·d.
     VJP, per head, with Ō the output's gradient in the same layout:
         Ā = Ō Vᵀ,   V̄ = Aᵀ Ō,   S̄ = A ⊙ (Ā − rowsum(Ā ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q.
-    Saves A and (a reference to) ``qkv``.
+    Saves A and (a reference to) ``qkv``. The masked weights are 0, so the VJP is the same
+    with and without ``is_causal``.   docs/backward.md §12
     """
-    s = _check(qkv, num_heads, scale)
+    s = _check(qkv, num_heads, scale, is_causal)
     if qkv.dtype.kind != "f":
         qkv = qkv.astype(np.float64)
     B, T, width = qkv.shape
     H = num_heads
     weights = np.empty((B, H, T, T), dtype=qkv.dtype)
     out = np.empty((B, T, width // 3), dtype=qkv.dtype)
+    future = _future(T, is_causal)
 
     def forward(lo, hi):
         q, k, v = (_heads(qkv, lo, hi, part, H) for part in range(3))
-        a = _weights(q, k, s, out=weights[lo:hi])
+        a = _weights(q, k, s, out=weights[lo:hi], future=future)
         np.matmul(a, v, out=_heads(out, lo, hi, None, H))
 
     _run(forward, B, H, T, width // 3 // H)
@@ -122,11 +140,129 @@ def _run(kernel, B: int, H: int, T: int, d: int) -> None:
             for_each_block(kernel, B, H * T * T)
 
 
-def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = None) -> np.ndarray:
+def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = None,
+                      is_causal: bool = False) -> np.ndarray:
     """The attention weights A (B, H, T, T) that ``self_attention`` computes, as an array (no
     graph): for looking at what each token reads."""
     qkv = np.asarray(qkv)
-    s = _check(qkv, num_heads, scale)
+    s = _check(qkv, num_heads, scale, is_causal)
     B, T, _ = qkv.shape
     q, k, _ = (_heads(qkv, 0, B, part, num_heads) for part in range(3))
-    return _weights(q, k, s)
+    return _weights(q, k, s, future=_future(T, is_causal))
+
+
+# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §32) -----------------
+
+def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causal: Any,
+                scale: Any) -> tuple[tuple, float]:
+    """Validate the arguments; return the shape of the scores (..., L, S) and the scale."""
+    name = "scaled_dot_product_attention"
+    for label, x in (("q", q), ("k", k), ("v", v)):
+        if x.ndim < 2:
+            raise ValueError(f"{name} {label}: got shape {x.shape}; expected at least 2 "
+                             "dimensions (..., length, features)")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"{name} q, k, v: got shapes {q.shape}, {k.shape}, {v.shape}; "
+                         "expected (..., L, E), (..., S, E) and (..., S, Ev)")
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(f"{name} q, k, v: got shapes {q.shape}, {k.shape}, {v.shape}; "
+                         "expected leading dimensions that broadcast together") from None
+    scores = batch + (q.shape[-2], k.shape[-2])
+    if mask is not None:
+        if mask.dtype.kind not in "bf":
+            raise TypeError(f"{name} mask: got dtype {mask.dtype}; expected bool (True: the "
+                            "key takes part) or floating (added to the scores)")
+        try:
+            fits = np.broadcast_shapes(scores, mask.shape) == scores
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name} mask: got shape {mask.shape}; expected a shape that "
+                             f"broadcasts to the scores' {scores}")
+    if boolean("is_causal", is_causal, owner=name) and mask is not None:
+        raise ValueError(f"{name} is_causal: got True with a mask; expected one of them "
+                         "(as torch: put the causal mask into the mask instead)")
+    if scale is None:
+        return scores, 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
+    return scores, real("scale", scale, owner=name)
+
+
+@op(name="scaled_dot_product_attention", arrays=4)
+def _sdpa(q, k, v, mask=None, is_causal=False, scale=None):
+    """See ``scaled_dot_product_attention``; ``mask`` is a position here so that a float
+    mask that requires grad gets its gradient."""
+    if mask is not None and not isinstance(mask, np.ndarray):  # a number (a 0-d mask)
+        mask = np.asarray(mask)
+    shape, s = _sdpa_check(q, k, v, mask, is_causal, scale)
+    dtype = np.result_type(q, k, v)
+    if dtype.kind != "f":
+        dtype = np.dtype(np.float64)
+    q, k, v = (x.astype(dtype, copy=False) for x in (q, k, v))
+    L, S = shape[-2:]
+    scores = np.matmul(q * s, np.swapaxes(k, -1, -2))
+    if is_causal:  # upper-left aligned, as torch: query i reads keys 0 ... i
+        scores = np.where(np.tri(L, S, dtype=bool), scores, -np.inf)
+    elif mask is not None and mask.dtype == bool:
+        scores = np.where(mask, scores, -np.inf)
+    elif mask is not None:
+        scores = scores + mask.astype(dtype, copy=False)
+    top = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)
+    # A row with every key masked (top = −inf) gets weights 0 and output 0, as torch 2.13
+    # gives; exp(−inf − 0) = 0 there, and its sum 0 is divided by 1 instead.
+    top[top == -np.inf] = 0.0
+    e = np.exp(scores - top)
+    total = e.sum(axis=-1, keepdims=True)
+    total[total == 0] = 1.0
+    a = e / total
+    out = np.matmul(a, v)
+    memo: list = [None, None]
+
+    def score_grad(g):
+        """S̄ = A ⊙ (Ā − rowsum(Ā ⊙ A)), Ā = Ḡ Vᵀ: computed once per backward pass, shared
+        by the VJPs of q, k and the mask."""
+        if memo[0] is not g:
+            ga = np.matmul(g, np.swapaxes(v, -1, -2)) * a
+            memo[:] = [g, ga - a * ga.sum(axis=-1, keepdims=True)]
+        return memo[1]
+
+    def vjp_q(g):
+        return np.matmul(score_grad(g), k * s)
+
+    def vjp_k(g):
+        return np.matmul(np.swapaxes(score_grad(g), -1, -2), q * s)
+
+    def vjp_v(g):
+        return np.matmul(np.swapaxes(a, -1, -2), g)
+
+    def vjp_mask(g):
+        return score_grad(g)
+
+    floating = mask is not None and mask.dtype.kind == "f"
+    return out, (vjp_q, vjp_k, vjp_v, vjp_mask if floating else None)
+
+
+def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None,
+                                 is_causal: bool = False, scale: float | None = None, *,
+                                 attn_mask: Any = None) -> Tensor:
+    """(..., L, E), (..., S, E), (..., S, Ev) -> (..., L, Ev):  O = softmax(s · Q Kᵀ + M) V.
+
+    As ``torch.nn.functional.scaled_dot_product_attention`` (no dropout): s = ``scale``
+    (default 1/√E), leading dimensions broadcast, L and S may differ. ``mask`` (torch's
+    name ``attn_mask=`` is accepted too) broadcasts to the scores (..., L, S): a bool mask
+    keeps the keys where it is True (M = 0 there, −inf elsewhere), a floating mask is M
+    itself (cast to the result's dtype) and gets a gradient if it requires grad.
+    ``is_causal`` lets query i read keys 0 ... i (upper-left aligned, as torch; refused with
+    a mask). A query with every key masked gets zero weights and a zero output row, as
+    torch 2.13 returns (no NaN), and zero gradients.
+    VJP, with Ḡ the output's gradient and A the weights:
+        V̄ = Aᵀ Ḡ,   S̄ = A ⊙ (Ḡ Vᵀ − rowsum(Ḡ Vᵀ ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q,
+        M̄ = S̄ (summed over M's broadcast axes).   docs/backward.md §32
+    """
+    if attn_mask is not None:
+        if mask is not None:
+            raise TypeError("scaled_dot_product_attention: got both mask and attn_mask; "
+                            "expected one (attn_mask is torch's name for mask)")
+        mask = attn_mask
+    return _sdpa(q, k, v, mask, is_causal, scale)

@@ -5,6 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..checks import integer
 from ..defop import as_array_input, op, record
 
 try:  # NumPy >= 2.0
@@ -16,6 +17,7 @@ from ..tensor import Tensor
 __all__ = [
     "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
     "getitem", "concatenate", "stack", "split",
+    "moveaxis", "flip", "roll", "tile", "repeat", "tril", "triu",
 ]
 
 
@@ -207,3 +209,169 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
     edges = [0] + cuts + [n]
     lead = (slice(None),) * ax
     return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in zip(edges[:-1], edges[1:])]
+
+
+# ---- issue 14: moves, repeats and triangles (docs/backward.md §31) ---------------------------
+
+def _axis(op: str, name: str, axis, ndim: int) -> int:
+    """``axis`` as an index in [0, ndim), or an AxisError (a ValueError and an IndexError, as
+    NumPy's) naming the op and the argument."""
+    integer(name, axis, owner=op)  # bools, floats and strings: TypeError
+    try:
+        return normalize_axis_index(int(axis), ndim)
+    except np.exceptions.AxisError:
+        raise np.exceptions.AxisError(f"{op} {name}: got {axis} for an array with {ndim} "
+                                      f"dimensions; expected an integer in [-{ndim}, {ndim})") \
+            from None
+
+
+def _axes(op: str, name: str, axis, ndim: int) -> tuple:
+    """An int or a sequence of ints as a tuple of distinct axes in [0, ndim)."""
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(_axis(op, name, ax, ndim) for ax in items)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op} {name}: got {axis} (repeated axes); expected distinct axes")
+    return axes
+
+
+@op(arrays=1)
+def moveaxis(a, source, destination):
+    """out = a with axes ``source`` moved to ``destination``, the others in order (np.moveaxis).
+
+    VJP: ā = moveaxis(ḡ, destination, source).   docs/backward.md §31
+    """
+    src, dst = _axes("moveaxis", "source", source, a.ndim), \
+        _axes("moveaxis", "destination", destination, a.ndim)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis source, destination: got {source} and {destination}; "
+                         "expected as many destinations as sources")
+    return np.moveaxis(a, src, dst), lambda g: np.moveaxis(g, dst, src)
+
+
+@op(arrays=1)
+def flip(a, axis=None):
+    """out = a reversed along ``axis`` (all axes for None), as np.flip.
+
+    VJP: ā = flip(ḡ, axis).   docs/backward.md §31
+    """
+    axes = None if axis is None else _axes("flip", "axis", axis, a.ndim)
+    return np.flip(a, axes), lambda g: np.flip(g, axes)
+
+
+@op(arrays=1)
+def roll(a, shift, axis=None):
+    """out[(i + shift) mod n] = a[i] along ``axis`` (over the flattened array for None), as np.roll.
+
+    VJP: ā = roll(ḡ, −shift, axis).   docs/backward.md §31
+    """
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    shifts = tuple(integer("shift", s, owner="roll") for s in shifts)
+    if axis is None:
+        if len(shifts) != 1:
+            raise ValueError(f"roll shift: got {shift} with axis=None; expected one integer "
+                             "(the flattened array has one axis)")
+        back = -shifts[0]
+        return np.roll(a, shifts[0]), lambda g: np.roll(g, back)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(_axis("roll", "axis", ax, a.ndim) for ax in axes)  # repeats add up (NumPy)
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ValueError(f"roll shift, axis: got {shift} and {axis}; expected one shift per "
+                         "axis (or one of them a single integer)")
+    shifts, axes = np.broadcast_arrays(np.array(shifts), np.array(axes))
+    shifts, axes = tuple(shifts.tolist()), tuple(axes.tolist())
+    back = tuple(-s for s in shifts)
+    return np.roll(a, shifts, axes), lambda g: np.roll(g, back, axes)
+
+
+@op(arrays=1)
+def tile(a, reps):
+    """out = a repeated ``reps[i]`` times along axis i (np.tile: the shorter of a.shape and
+    reps is padded with leading 1s).
+
+    VJP: ḡ viewed as (r₀, n₀, r₁, n₁, ...), summed over the r axes.   docs/backward.md §31
+    """
+    if isinstance(reps, np.ndarray):
+        reps = reps.tolist()
+    reps = reps if isinstance(reps, (tuple, list)) else (reps,)
+    reps = tuple(integer("reps", r, low=0, owner="tile") for r in reps)
+    in_shape = a.shape
+    d = max(a.ndim, len(reps))
+    shape = (1,) * (d - a.ndim) + in_shape
+    full = (1,) * (d - len(reps)) + reps
+    out = np.tile(a, reps)
+    interleaved = tuple(x for r, n in zip(full, shape) for x in (r, n))
+
+    def vjp(g):
+        return g.reshape(interleaved).sum(axis=tuple(range(0, 2 * d, 2))).reshape(in_shape)
+
+    return out, vjp
+
+
+@op(arrays=1)
+def repeat(a, repeats, axis=None):
+    """out = each element of a repeated ``repeats`` times along ``axis`` (of the flattened
+    array for None), as np.repeat; ``repeats`` an int or one count per element.
+
+    VJP: ā_i = Σ of ḡ over the copies of element i.   docs/backward.md §31
+    """
+    in_shape = a.shape
+    if axis is None:
+        a, ax = a.reshape(-1), 0
+    else:
+        ax = _axis("repeat", "axis", axis, a.ndim)
+    n = a.shape[ax]
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        r = integer("repeats", repeats, low=0, owner="repeat")
+        counts = None
+    else:
+        counts = np.asarray(repeats.data if isinstance(repeats, Tensor) else repeats)
+        if counts.dtype.kind not in "iu" or counts.ndim > 1:
+            raise TypeError(f"repeat repeats: got {counts.dtype} of shape {counts.shape}; "
+                            "expected an integer or a 1-D array of integers")
+        if counts.size not in (1, n):
+            raise ValueError(f"repeat repeats: got {counts.size} counts for an axis of length "
+                             f"{n}; expected 1 or {n}")
+        if counts.size and counts.min() < 0:
+            raise ValueError(f"repeat repeats: got a negative count {counts.min()}; expected "
+                             "counts >= 0")
+        if counts.size == 1:
+            r, counts = int(counts.reshape(())), None
+    out = np.repeat(a, r if counts is None else counts, axis=ax)
+
+    def vjp(g):
+        gm = np.moveaxis(g, ax, 0)
+        if counts is None:  # copies of element i are rows i·r ... i·r + r − 1
+            ga = gm.reshape((n, r) + gm.shape[1:]).sum(axis=1)
+        else:
+            ga = np.zeros((n,) + gm.shape[1:], dtype=g.dtype)
+            np.add.at(ga, np.repeat(np.arange(n), counts), gm)
+        return np.moveaxis(ga, 0, ax).reshape(in_shape)
+
+    return out, vjp
+
+
+def _triangle(a, k, which: str):
+    if a.ndim < 2:
+        raise ValueError(f"{which} a: got shape {a.shape}; expected at least 2 dimensions "
+                         "(the triangle is taken over the last two)")
+    k = integer("k", k, owner=which)
+    f = np.tril if which == "tril" else np.triu
+    return f(a, k), lambda g: f(g, k)
+
+
+@op(arrays=1)
+def tril(a, k=0):
+    """out = a with the elements above diagonal k of the last two axes zeroed (np.tril).
+
+    VJP: ā = tril(ḡ, k).   docs/backward.md §31
+    """
+    return _triangle(a, k, "tril")
+
+
+@op(arrays=1)
+def triu(a, k=0):
+    """out = a with the elements below diagonal k of the last two axes zeroed (np.triu).
+
+    VJP: ā = triu(ḡ, k).   docs/backward.md §31
+    """
+    return _triangle(a, k, "triu")

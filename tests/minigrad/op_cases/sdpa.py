@@ -1,0 +1,79 @@
+"""Cases for scaled_dot_product_attention (minigrad/ops/attention.py): L != S, broadcast leading
+dimensions, bool and additive masks (the additive one differentiated too), causal, and
+fully masked rows. The reference loops over the leading dimensions and query rows in NumPy.
+Inputs from this module's own generator."""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import F
+
+from .base import add_case
+
+_rng = np.random.default_rng(3232)
+
+
+def rn(shape):
+    return np.asarray(_rng.standard_normal(shape))
+
+
+def np_sdpa(q, k, v, mask=None, is_causal=False, scale=None):
+    """Row by row: the keys a query may read, their softmax, the weighted sum of values;
+    a row with no key to read is 0."""
+    L, E = q.shape[-2:]
+    S, Ev = v.shape[-2:]
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    s = 1 / np.sqrt(E) if scale is None else scale
+    q, k, v = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (q, k, v))
+    m = None if mask is None else np.broadcast_to(mask, batch + (L, S))
+    out = np.zeros(batch + (L, Ev))
+    for b in np.ndindex(batch):
+        for i in range(L):
+            scores = s * (k[b] @ q[b][i])
+            allowed = np.ones(S, bool)
+            if is_causal:
+                allowed = np.arange(S) <= i
+            elif m is not None and m.dtype == bool:
+                allowed = m[b][i]
+            elif m is not None:
+                scores = scores + m[b][i]
+                allowed = np.isfinite(scores)
+            if not allowed.any():
+                continue
+            z = np.exp(scores[allowed] - scores[allowed].max())
+            out[b][i] = (z / z.sum()) @ v[b][allowed]
+    return out
+
+
+_bool_mask = _rng.random((3, 5)) > 0.4
+_bool_mask[:, 0] = True  # every row keeps a key here
+_dead = _bool_mask.copy()
+_dead[1] = False  # row 1 reads nothing
+_neg_inf = np.where(_dead, 0.0, -np.inf)
+
+add_case("scaled_dot_product_attention", "no-mask-L3-S5",
+         F.scaled_dot_product_attention, np_sdpa, rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+add_case("scaled_dot_product_attention", "heads-bcast-kv",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3),
+         lambda q, k, v: np_sdpa(q, k, v, scale=0.3),
+         rn((2, 2, 4, 3)), rn((1, 2, 3, 3)), rn((2, 1, 3, 5)))
+add_case("scaled_dot_product_attention", "bool-mask",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _bool_mask),
+         lambda q, k, v: np_sdpa(q, k, v, _bool_mask), rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+add_case("scaled_dot_product_attention", "bool-mask-dead-row",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=_dead),
+         lambda q, k, v: np_sdpa(q, k, v, _dead), rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+add_case("scaled_dot_product_attention", "float-mask-differentiated",
+         F.scaled_dot_product_attention, np_sdpa,
+         rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)), rn((3, 5)))
+add_case("scaled_dot_product_attention", "float-mask-per-batch",
+         F.scaled_dot_product_attention, np_sdpa,
+         rn((2, 4, 3)), rn((2, 2, 3)), rn((2, 2, 3)), rn((2, 1, 2)))
+add_case("scaled_dot_product_attention", "float-mask-neg-inf-dead-row",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _neg_inf),
+         lambda q, k, v: np_sdpa(q, k, v, _neg_inf), rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+for L, S in [(4, 4), (3, 5), (5, 2)]:
+    add_case("scaled_dot_product_attention", f"causal-L{L}-S{S}",
+             lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+             lambda q, k, v: np_sdpa(q, k, v, is_causal=True),
+             rn((2, L, 3)), rn((2, S, 3)), rn((2, S, 4)))
