@@ -220,7 +220,9 @@ case("pad", "reflect", lambda x: F.pad(x, ((0, 0), (0, 0), (2, 1), (1, 3)), "ref
 
 
 def test_every_public_op_has_a_torch_case():
-    assert set(TORCH_CASES) == set(PUBLIC_OPS)
+    from test_indexing_torch import TORCH_CASES as indexing  # issue 14 (ops-c)
+    from test_sdpa_torch import TORCH_COVERED as sdpa
+    assert set(TORCH_CASES) | set(indexing) | sdpa == set(PUBLIC_OPS)
 
 
 @pytest.mark.parametrize("mg_fn,t_fn,arrays",

@@ -124,6 +124,14 @@ def _bool_catalog():
         "max_pool2d": lambda: F.max_pool2d(mg.Tensor(MASK[None, None]), 1),
         "avg_pool2d": lambda: F.avg_pool2d(mg.Tensor(MASK[None, None]), 1),
         "pad": lambda: F.pad(b, 1),
+        # issue 14: indexing, shape and attention (ops-c)
+        "take_along_axis": lambda: F.take_along_axis(b, np.array([[0], [2]]), 1),
+        "put_along_axis": lambda: F.put_along_axis(b, np.array([[0], [2]]), True, 1),
+        "tile": lambda: F.tile(b, 2), "repeat": lambda: F.repeat(b, 2, 1),
+        "roll": lambda: F.roll(b, 1), "flip": lambda: F.flip(b), "tril": lambda: F.tril(b),
+        "triu": lambda: F.triu(b), "moveaxis": lambda: F.moveaxis(b, 0, 1),
+        "diagonal": lambda: F.diagonal(b), "trace": lambda: F.trace(b),
+        "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(b, b, b),
     }
 
 

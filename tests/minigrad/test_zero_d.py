@@ -96,6 +96,19 @@ def _zero_d_catalog():
         "max_pool2d": [lambda a, b: F.max_pool2d(F.reshape(a, (1, 1, 1, 1)), 1)[0, 0, 0, 0]],
         "avg_pool2d": [lambda a, b: F.avg_pool2d(F.reshape(a, (1, 1, 1, 1)), 1)[0, 0, 0, 0]],
         "pad": [lambda a, b: F.pad(F.reshape(a, (1,)), 1)[1]],
+        # issue 14: indexing, shape and attention (ops-c)
+        "take_along_axis": [lambda a, b: F.take_along_axis(v * a, np.array([2]), 0)[0]],
+        "put_along_axis": [lambda a, b: F.put_along_axis(v * a, np.array([1]), b, 0)[1]],
+        "tile": [lambda a, b: F.tile(a, ()), lambda a, b: F.tile(a, 2)[1]],
+        "repeat": [lambda a, b: F.repeat(a, 3)[2]], "roll": [lambda a, b: F.roll(a, 1)],
+        "flip": [lambda a, b: F.flip(a)],
+        "tril": [lambda a, b: F.tril(F.reshape(a, (1, 1)))[0, 0]],
+        "triu": [lambda a, b: F.triu(F.reshape(a, (1, 1)))[0, 0]],
+        "moveaxis": [lambda a, b: F.moveaxis(F.reshape(a, (1, 1)), 0, 1)[0, 0]],
+        "diagonal": [lambda a, b: F.diagonal(F.reshape(a, (1, 1)))[0]],
+        "trace": [lambda a, b: F.trace(F.reshape(a, (1, 1)))],
+        "scaled_dot_product_attention": [lambda a, b: F.scaled_dot_product_attention(
+            F.reshape(a, (1, 1)), F.reshape(b, (1, 1)), F.reshape(b, (1, 1)))[0, 0]],
     }
 
 

@@ -61,6 +61,13 @@ SLOT = {
     "conv2d": lambda v: F.conv2d(v, np.ones((1, 1, 1, 1))),  # (1, 1, 2, 3): NCHW
     "max_pool2d": lambda v: F.max_pool2d(v, 1), "avg_pool2d": lambda v: F.avg_pool2d(v, 1),
     "pad": lambda v: F.pad(v, 1),
+    # issue 14: indexing, shape and attention (ops-c)
+    "take_along_axis": lambda v: F.take_along_axis(v, np.array([[0], [2]]), 1),
+    "put_along_axis": lambda v: F.put_along_axis(v, np.array([[0], [2]]), 0.5, 1),
+    "tile": lambda v: F.tile(v, 2), "repeat": lambda v: F.repeat(v, 2, 1),
+    "roll": lambda v: F.roll(v, 1), "flip": F.flip, "tril": F.tril, "triu": F.triu,
+    "moveaxis": lambda v: F.moveaxis(v, 0, 1), "diagonal": F.diagonal, "trace": F.trace,
+    "scaled_dot_product_attention": lambda v: F.scaled_dot_product_attention(v, T, T),
 }
 
 
