@@ -3,9 +3,10 @@
 ``vit_block`` and ``TinyViT`` follow docs/contract.md to the letter.
 """
 from .block import Attention, Block, Mlp, attention, mlp, vit_block
+from .loading import load
 from .losses import Mixed, cross_entropy, mixup, one_hot
 from .model import TinyViT, patchify, unpatchify
 from .timm_io import from_timm
 
 __all__ = ["vit_block", "TinyViT", "patchify", "unpatchify", "Attention", "Mlp", "Block",
-           "attention", "mlp", "cross_entropy", "mixup", "one_hot", "Mixed"]
+           "attention", "mlp", "cross_entropy", "mixup", "one_hot", "Mixed", "load"]
