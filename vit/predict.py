@@ -64,7 +64,8 @@ def as_batch(images, config: dict, where: str = "TinyViT.predict images") -> np.
                          f"(N, {S}, {S}, {C}) with N >= 1 for this model's {C}x{S}x{S} inputs")
     if x.dtype.kind == "f" and not all_finite(x):
         raise ValueError(f"{where}: got NaN or infinite pixels; expected finite values")
-    out = x.astype(np.float32)  # a copy: the caller's array is never touched
+    with np.errstate(over="ignore"):  # a value beyond float32 is refused just below
+        out = x.astype(np.float32)  # a copy: the caller's array is never touched
     if x.dtype.kind == "f" and x.dtype.itemsize > 4 and not all_finite(out):
         raise ValueError(f"{where}: got pixels beyond float32's range; expected values within "
                          f"+-{np.finfo(np.float32).max:.3g}")
