@@ -45,10 +45,9 @@ BATCH = 512
 
 # ---- the Python API --------------------------------------------------------------------------
 def as_batch(images, config: dict, where: str = "TinyViT.predict images") -> np.ndarray:
-    """Raw images in any layout the model can take -> (N, C, S, S) float32, as vit's data
-    loaders convert pixels: (N, S, S) for one channel, (N, C, S, S) (the model's own layout,
-    preferred when both fit) or (N, S, S, C). Values must be real and finite (and within
-    float32)."""
+    """Raw images in any layout the model can take -> an (N, C, S, S) view of them: (N, S, S)
+    for one channel, (N, C, S, S) (the model's own layout, preferred when both fit) or
+    (N, S, S, C). Values must be real and finite."""
     C, S = config["in_chans"], config["img_size"]
     given = type(images).__name__
     x = np.asarray(images.data if isinstance(images, Tensor) else images)
@@ -64,8 +63,14 @@ def as_batch(images, config: dict, where: str = "TinyViT.predict images") -> np.
                          f"(N, {S}, {S}, {C}) with N >= 1 for this model's {C}x{S}x{S} inputs")
     if x.dtype.kind == "f" and not all_finite(x):
         raise ValueError(f"{where}: got NaN or infinite pixels; expected finite values")
-    with np.errstate(over="ignore"):  # a value beyond float32 is refused just below
-        out = x.astype(np.float32)  # a copy: the caller's array is never touched
+    return x
+
+
+def _float32(x: np.ndarray, where: str) -> np.ndarray:
+    """Pixels as float32, what vit's data loaders make of any file (so what ``vit eval``
+    normalizes); refused if a value is beyond float32's range."""
+    with np.errstate(over="ignore"):  # such a value is refused just below
+        out = x.astype(np.float32)
     if x.dtype.kind == "f" and x.dtype.itemsize > 4 and not all_finite(out):
         raise ValueError(f"{where}: got pixels beyond float32's range; expected values within "
                          f"+-{np.finfo(np.float32).max:.3g}")
@@ -74,14 +79,20 @@ def as_batch(images, config: dict, where: str = "TinyViT.predict images") -> np.
 
 def predict(model: TinyViT, images, *, probabilities: bool = False) -> np.ndarray:
     """Classes (N,) int64 of raw ``images`` (any layout of :func:`as_batch`), the argmax of the
-    logits as ``vit eval`` computes them; ``probabilities=True``: softmax(logits) (N, K) in
-    float64 instead, p_k = exp(z_k - max z) / sum_j exp(z_j - max z)."""
+    logits; ``probabilities=True``: softmax(logits) (N, K) in float64 instead,
+    p_k = exp(z_k - max z) / sum_j exp(z_j - max z).
+
+    With a ``model.normalizer`` (a checkpoint's, from ``vit.load``) the images are taken as
+    ``vit eval`` takes its test split: float32 pixels, normalized into the model's dtype,
+    batches of ``BATCH``. Without one they are the model's inputs, cast to its dtype."""
     if not isinstance(probabilities, bool):
         raise TypeError(f"TinyViT.predict probabilities: got {probabilities!r}; expected True "
                         "or False")
     x = as_batch(images, model.config)
-    x = model.normalizer(x, model.dtype) if model.normalizer is not None \
-        else x.astype(model.dtype)
+    if model.normalizer is not None:
+        x = model.normalizer(_float32(x, "TinyViT.predict images"), model.dtype)
+    else:
+        x = x.astype(model.dtype)  # a copy: the caller's array is never touched
     per_image = activation_bytes(model.config, model.dtype.itemsize)
     step = max(1, min(BATCH, current_limits()[1] // per_image))
     with mg.no_grad():
@@ -197,7 +208,7 @@ def read_input(path: str | os.PathLike, config: dict) -> np.ndarray:
         x = _read_array(where)
         if x.ndim == 2 or (x.ndim == 3 and x.shape in ((C, S, S), (S, S, C))):
             x = x[None]  # one image
-        return as_batch(x, config, where)
+        return _float32(as_batch(x, config, where), where)
     im, Image = _open_picture(where)
     if is_digits_model(config):
         return digit_features(_picture_pixels(im, Image, "L"), where).astype(np.float32)[None, None]
@@ -206,7 +217,7 @@ def read_input(path: str | os.PathLike, config: dict) -> np.ndarray:
                          f"{'(grayscale or RGB)' if C in (1, 3) else ''} for this model's "
                          f"{C}x{S}x{S} inputs{'' if C in (1, 3) else ' (give .npy arrays)'}")
     pixels = 255 * _picture_pixels(im, Image, "L" if C == 1 else "RGB")
-    return as_batch(pixels.reshape(1, S, S, C), config, where)
+    return _float32(as_batch(pixels.reshape(1, S, S, C), config, where), where)
 
 
 # ---- the command -----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from vit.checkpoint import load_checkpoint
 from vit.cli import main
 from vit.data import load_digits
 from vit.model import TinyViT
+from vit.predict import read_input
 from vit.train import evaluate
 
 SMALL = ["--dim", "16", "--heads", "2", "--mlp-dim", "32", "--quiet"]
@@ -103,8 +104,7 @@ def test_a_saved_model_has_no_normalizer_and_takes_its_inputs_as_given(saved, ch
     model = vit.load(saved)
     assert model.normalizer is None
     x = np.random.default_rng(0).normal(size=(7, 1, 8, 8))
-    np.testing.assert_array_equal(model.predict(x),
-                                  model(x.astype(np.float32).astype(model.dtype)).argmax(axis=1))
+    np.testing.assert_array_equal(model.predict(x), model(x).argmax(axis=1))
 
 
 @pytest.mark.parametrize("images, error, match", [
@@ -191,6 +191,39 @@ def test_predict_command_on_a_picture(checkpoint, tmp_path, capsys):
     assert row["file"] == str(tmp_path / "one.png") and row["index"] is None
     got = {t["class"]: t["probability"] for t in row["top"]}
     np.testing.assert_array_equal([got[c] for c in range(10)], expected)
+
+
+def test_a_transparent_picture_is_read_on_white_paper(checkpoint, tmp_path, capsys):
+    Image = pytest.importorskip("PIL.Image")
+    rgba = np.zeros((60, 40, 4), np.uint8)   # transparent black everywhere ...
+    rgba[5:55, 17:24, 3] = 255               # ... but the opaque black bar of the "1" above
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "clear.png")
+    g = np.full((60, 40), 255, np.uint8)
+    g[5:55, 17:24] = 0
+    Image.fromarray(g).save(tmp_path / "plain.png")
+    config = vit.load(checkpoint).config
+    clear = read_input(tmp_path / "clear.png", config)
+    np.testing.assert_array_equal(clear, read_input(tmp_path / "plain.png", config))
+    assert clear.sum() > 0
+
+
+def test_other_models_take_pictures_of_their_own_size(tmp_path, capsys):
+    Image = pytest.importorskip("PIL.Image")
+    model = TinyViT(img_size=16, patch_size=4, in_chans=3, num_classes=4, seed=0)
+    model.save(tmp_path / "rgb.npz")
+    pixels = np.random.default_rng(1).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    Image.fromarray(pixels, "RGB").save(tmp_path / "a.png")
+    status, out, _ = run(["predict", tmp_path / "rgb.npz", tmp_path / "a.png", "--json"], capsys)
+    assert status == 0
+    (row,) = [json.loads(line)["top"] for line in out.splitlines()]
+    assert len(row) == 3  # the default top 3
+    expected = model.predict(pixels[None], probabilities=True)[0]  # (N, H, W, C) layout
+    assert [t["class"] for t in row] == list(np.argsort(-expected, kind="stable")[:3])
+    np.testing.assert_array_equal([t["probability"] for t in row],
+                                  np.sort(expected)[::-1][:3])
+    Image.fromarray(pixels[:, :12], "RGB").save(tmp_path / "narrow.png")
+    refusal(capsys, [tmp_path / "rgb.npz", tmp_path / "narrow.png"],
+            "a 12x16 picture; expected 16x16 pixels")
 
 
 # ---- refusals: exit 2, one line, no traceback ----------------------------------------------------

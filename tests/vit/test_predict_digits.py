@@ -3,8 +3,8 @@ strokes of different sizes, widths, positions, polarities; nothing from the data
 classified by a model trained on the bundled digits with the default recipe."""
 from __future__ import annotations
 
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ from vit.train import TrainOptions, train
 pytest.importorskip("PIL")
 
 DIGITS = Path(__file__).resolve().parents[1] / "data" / "digits"
+SCRIPT = DIGITS.parents[2] / "scripts" / "draw_digits.py"
 PICTURES = sorted(p for p in DIGITS.iterdir() if p.suffix in (".png", ".jpg"))
 
 
@@ -52,11 +53,9 @@ def test_drawn_digits_are_recognized(default_model, capsys):
 
 def test_the_shipped_pictures_are_what_the_script_draws(tmp_path):
     from PIL import Image
-    sys.path.insert(0, str(DIGITS.parents[2] / "scripts"))
-    try:
-        import draw_digits
-    finally:
-        sys.path.pop(0)
+    spec = importlib.util.spec_from_file_location("draw_digits", SCRIPT)
+    draw_digits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(draw_digits)
     for digit, canvas, box, width, slant, ink, ground, fmt in draw_digits.PICTURES:
         drawn = np.asarray(draw_digits.draw(digit, canvas, box, width, slant, ink, ground), int)
         (shipped,) = [p for p in PICTURES if label(p) == digit]
