@@ -28,7 +28,7 @@ from .files import fspath, open_regular, shorten
 from .limits import activation_bytes, current_limits
 from .model import TinyViT
 from .normalizer import all_finite
-from .npz import load_npz
+from .npz import MAX_HEADER_BYTES, load_npz
 
 __all__ = ["predict", "as_batch", "top_k", "read_input", "is_digits_model", "add_predict_command",
            "cmd_predict", "MAX_IMAGE_PIXELS", "MAX_ARRAY_BYTES", "BATCH"]
@@ -170,28 +170,48 @@ def _picture_pixels(im, Image, mode: str) -> np.ndarray:
 
 
 def _read_npy(path: str) -> np.ndarray:
-    """A ``.npy`` array, at most ``MAX_ARRAY_BYTES`` long, read into memory first (so NumPy's
-    header parser sees bounded bytes) and never unpickled."""
+    """A ``.npy`` array of at most ``MAX_ARRAY_BYTES``, never unpickled: the file is read into
+    memory first (so NumPy's parsers see bounded bytes), its header (version 1.0 or 2.0, at
+    most ``vit.npz.MAX_HEADER_BYTES``) must declare exactly the data that follows it, and
+    only then is the array built."""
     with open_regular(path, ".npy array") as f:
         data = f.read(MAX_ARRAY_BYTES + 1)
     if len(data) > MAX_ARRAY_BYTES:
         raise ValueError(f"{path}: larger than {MAX_ARRAY_BYTES:,} bytes; expected a smaller "
                          ".npy array of images")
+    fmt, buf = np.lib.format, io.BytesIO(data)
     try:
-        return np.load(io.BytesIO(data), allow_pickle=False)
+        version = fmt.read_magic(buf)
+        read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f"format version {version}; expected 1.0 or 2.0")
+        shape, _, dtype = read(buf, max_header_size=MAX_HEADER_BYTES)
+        if dtype.hasobject:
+            raise ValueError("it holds pickled objects, which are never loaded")
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        held = len(data) - buf.tell()
+        if declared != held:
+            raise ValueError(f"its header declares {shorten(shape)} of {dtype} ({declared:,} "
+                             f"bytes) but {held:,} bytes follow")
+        buf.seek(0)
+        return np.load(buf, allow_pickle=False)
     except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
         raise ValueError(f"{path}: not a readable .npy array ({shorten(str(e), 80)}); expected "
-                         "an array saved by np.save (no pickled objects)") from None
+                         "an array of numbers saved by np.save") from None
 
 
 def _read_array(path: str) -> np.ndarray:
     if path.lower().endswith(".npy"):
-        return _read_npy(path)
-    arrays = load_npz(path, max_bytes=MAX_ARRAY_BYTES)  # never unpickles, sizes bounded
-    if len(arrays) != 1:
-        raise ValueError(f"{path}: holds {len(arrays)} arrays {shorten(sorted(arrays))}; "
-                         "expected exactly one array of images")
-    return next(iter(arrays.values()))
+        x = _read_npy(path)
+    else:
+        arrays = load_npz(path, max_bytes=MAX_ARRAY_BYTES)  # never unpickles, sizes bounded
+        if len(arrays) != 1:
+            raise ValueError(f"{path}: holds {len(arrays)} arrays {shorten(sorted(arrays))}; "
+                             "expected exactly one array of images")
+        (x,) = arrays.values()
+    if x.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: an array of dtype {x.dtype}; expected real pixel values")
+    return x
 
 
 def read_input(path: str | os.PathLike, config: dict) -> np.ndarray:

@@ -230,9 +230,10 @@ def test_other_models_take_pictures_of_their_own_size(tmp_path, capsys):
 def png_header(width: int, height: int) -> bytes:
     """A grayscale PNG declaring width x height whose pixel data stops after 10 bytes."""
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(bytes(10))))
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit gray, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(bytes(10)))
 
 
 def refusal(capsys, args, match: str) -> None:
@@ -252,9 +253,23 @@ def test_refusals(checkpoint, tmp_path, capsys):
     refusal(capsys, [checkpoint, tmp_path / "seven.npy"], r"got shape \(1, 7, 7\).*1x8x8")
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     refusal(capsys, [checkpoint, tmp_path / "objects.npy"], "not a readable .npy")
+    np.save(tmp_path / "complex.npy", np.zeros((8, 8), complex))
+    refusal(capsys, [checkpoint, tmp_path / "complex.npy"], "dtype complex128; expected real")
+    np.save(tmp_path / "words.npy", np.array(["a", "b"]))
+    refusal(capsys, [checkpoint, tmp_path / "words.npy"], "dtype <U1; expected real")
+    # a header declaring 10**12 float64 (8 TB) over 64 bytes: refused before any allocation
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(8))
+    header["shape"] = (10**12,)
+    with open(tmp_path / "huge.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        f.write(bytes(64))
+    refusal(capsys, [checkpoint, tmp_path / "huge.npy"], r"declares \(1000000000000,\) of float64")
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "ok.npy").read_bytes()[:-8])
+    refusal(capsys, [checkpoint, tmp_path / "cut.npy"], "but 504 bytes follow")
     np.savez(tmp_path / "two.npz", a=np.zeros((8, 8)), b=np.zeros((8, 8)))
     refusal(capsys, [checkpoint, tmp_path / "two.npz"], "holds 2 arrays")
-    refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", 11], "--top-k: got 11; expected 1 to 10")
+    refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", 11],
+            "--top-k: got 11; expected 1 to 10")
     refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", 0], "--top-k: got 0")
     refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", "two"], "--top-k")
     if hasattr(os, "mkfifo"):
