@@ -243,6 +243,8 @@ def read_input(path: str | os.PathLike, config: dict) -> np.ndarray:
 # ---- the command -----------------------------------------------------------------------------
 def add_predict_command(sub: Any) -> None:
     """Register ``predict`` on the subparsers of ``python -m vit``."""
+    from .cli import positive_int  # the CLI's own option types (vit.cli imports this lazily)
+
     p = sub.add_parser("predict", help="classify PNG/JPEG pictures or .npy/.npz images",
                        description="Print the most probable classes of each image, one line per "
                        "image (docs/predict.md). A digits model (1x8x8 inputs) reduces a picture "
@@ -250,7 +252,7 @@ def add_predict_command(sub: Any) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT",
                    help="a training checkpoint or a model saved by TinyViT.save")
     p.add_argument("files", nargs="+", metavar="FILE", help=".png, .jpg, .npy or .npz")
-    p.add_argument("--top-k", type=int, default=None, metavar="K",
+    p.add_argument("--top-k", type=positive_int, default=None, metavar="K",
                    help="classes shown per image (default 3, or every class if fewer)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=cmd_predict)
