@@ -125,6 +125,12 @@ def test_probabilities_must_be_a_bool(checkpoint):
         vit.load(checkpoint).predict(np.zeros((1, 8, 8)), probabilities=1)
 
 
+def test_load_keeps_the_size_bound(checkpoint, saved):
+    for path in (checkpoint, saved):
+        with pytest.raises(ValueError, match="parameters"):
+            vit.load(path, max_parameters=100)
+
+
 def test_load_refuses_what_is_not_a_model(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         vit.load(tmp_path / "nothing.npz")
