@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("folder", type=Path, metavar="DIR")
     i.add_argument("--out", required=True, type=Path, metavar="MODEL.npz")
     i.set_defaults(func=cmd_import)
+
+    from .predict import add_predict_command  # `vit predict`: the parser and command live there
+    add_predict_command(sub)
     return parser
 
 

@@ -332,3 +332,15 @@ class TinyViT(Module):
         model = cls(**config, dtype=dtype, max_parameters=max_parameters)
         model.load_state_dict(state)
         return model
+
+    # ---- prediction on raw images (vit/predict.py) ---------------------------------------
+    #: The preprocessing the model was trained with: the training pixels' per-channel
+    #: Normalizer that ``vit.load`` attaches from a checkpoint; None: inputs used as given.
+    normalizer = None
+
+    def predict(self, images, *, probabilities: bool = False) -> np.ndarray:
+        """Classes (N,) int64 of raw images (N, H, W), (N, C, H, W) or (N, H, W, C), normalized
+        with ``self.normalizer`` as ``vit eval`` does; ``probabilities=True``: the softmax
+        (N, K) float64 instead (its row-wise argmax is the classes). See vit.predict.predict."""
+        from .predict import predict
+        return predict(self, images, probabilities=probabilities)

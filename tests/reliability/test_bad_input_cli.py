@@ -26,7 +26,8 @@ BAD_VALUES = {
 }
 #: what a subcommand needs besides the bad option (its positionals)
 NEEDS = {"train": [], "crossval": [], "eval": ["missing.npz"], "plot": ["missing-run"],
-         "gradcheck": [], "export": ["missing.npz"], "import": ["missing-dir"]}
+         "gradcheck": [], "export": ["missing.npz"], "import": ["missing-dir"],
+         "predict": ["missing.npz", "missing.png"]}
 
 
 def _subparsers():

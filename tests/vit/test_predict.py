@@ -1,0 +1,302 @@
+"""vit.load and TinyViT.predict against vit eval on a tiny trained run, and the predict command:
+its files, its output and its refusals (exit 2, one line)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+import vit
+from vit.checkpoint import load_checkpoint
+from vit.cli import main
+from vit.data import load_digits
+from vit.model import TinyViT
+from vit.predict import read_input
+from vit.train import evaluate
+
+SMALL = ["--dim", "16", "--heads", "2", "--mlp-dim", "32", "--quiet"]
+
+
+def run(args, capsys):
+    try:
+        status = main([str(a) for a in args])
+    except SystemExit as e:
+        status = e.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A tiny finished run on the bundled digits (2 epochs)."""
+    folder = tmp_path_factory.mktemp("run")
+    assert main([str(a) for a in ["train", "--out", folder, "--epochs", 2, *SMALL]]) == 0
+    return folder / "checkpoint.npz"
+
+
+@pytest.fixture(scope="module")
+def saved(checkpoint, tmp_path_factory):
+    path = tmp_path_factory.mktemp("saved") / "model.npz"
+    load_checkpoint(checkpoint).model.save(path)
+    return path
+
+
+# ---- vit.load and TinyViT.predict --------------------------------------------------------------
+def test_load_of_a_checkpoint_keeps_its_normalizer(checkpoint):
+    ck = load_checkpoint(checkpoint)
+    model = vit.load(checkpoint)
+    assert isinstance(model, TinyViT) and model.config == ck.model.config
+    np.testing.assert_array_equal(model.normalizer.mean, ck.normalizer.mean)
+    np.testing.assert_array_equal(model.normalizer.std, ck.normalizer.std)
+    for (name, a), (_, b) in zip(model.state_dict().items(), ck.model.state_dict().items()):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_predict_on_raw_images_gives_the_answers_of_vit_eval(checkpoint, capsys):
+    data = load_digits()
+    model = vit.load(checkpoint)
+    pred = model.predict(data.x_test)  # raw 0..16 pixels, (N, 1, 8, 8)
+    # what `vit eval` computes: the checkpoint's normalizer, evaluate()'s batches
+    ck = load_checkpoint(checkpoint)
+    _, acc, expected = evaluate(ck.model, ck.normalizer(data.x_test, ck.model.dtype), data.y_test)
+    assert pred.dtype == np.int64 and pred.shape == (len(data.x_test),)
+    np.testing.assert_array_equal(pred, expected)
+    # and the command's own printout: its accuracy and its confusion matrix
+    status, out, _ = run(["eval", checkpoint], capsys)
+    assert status == 0
+    correct, total = map(int, re.search(r"\((\d+)/(\d+)\)", out).groups())
+    assert (correct, total) == (int((pred == data.y_test).sum()), len(data.y_test))
+    rows = [list(map(int, line.split()[1:])) for line in out.splitlines()[-10:]]
+    confusion = np.zeros((10, 10), int)
+    np.add.at(confusion, (data.y_test, pred), 1)
+    np.testing.assert_array_equal(rows, confusion)
+
+
+def test_every_layout_gives_the_same_answer_and_the_input_is_untouched(checkpoint):
+    model = vit.load(checkpoint)
+    x = load_digits().x_test[:40, 0].astype(np.uint8)  # (N, 8, 8) integers, as in the file
+    before = x.copy()
+    p = model.predict(x)
+    np.testing.assert_array_equal(model.predict(x[:, None]), p)          # (N, 1, H, W)
+    np.testing.assert_array_equal(model.predict(x[..., None]), p)        # (N, H, W, 1)
+    np.testing.assert_array_equal(model.predict(x.astype(np.float64)), p)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_probabilities_are_the_softmax_of_the_logits(checkpoint):
+    model = vit.load(checkpoint)
+    x = load_digits().x_test[:25]
+    probs = model.predict(x, probabilities=True)
+    assert probs.shape == (25, 10) and probs.dtype == np.float64
+    logits = model(model.normalizer(x, model.dtype)).astype(np.float64)
+    expected = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(probs, expected, rtol=64 * np.finfo(np.float64).eps)
+    np.testing.assert_array_equal(probs.argmax(axis=1), model.predict(x))
+
+
+def test_a_saved_model_has_no_normalizer_and_takes_its_inputs_as_given(saved, checkpoint):
+    model = vit.load(saved)
+    assert model.normalizer is None
+    x = np.random.default_rng(0).normal(size=(7, 1, 8, 8))
+    np.testing.assert_array_equal(model.predict(x), model(x).argmax(axis=1))
+
+
+@pytest.mark.parametrize("images, error, match", [
+    (np.zeros((3, 9, 9)), ValueError, r"got shape \(3, 9, 9\); expected \(N, 8, 8\)"),
+    (np.zeros((0, 8, 8)), ValueError, "N >= 1"),
+    (np.zeros((2, 3, 8, 8)), ValueError, "1x8x8 inputs"),
+    (np.full((2, 8, 8), np.nan), ValueError, "NaN or infinite"),
+    (np.full((2, 8, 8), 1e300), ValueError, "beyond float32"),
+    (np.zeros((2, 8, 8), complex), TypeError, "real pixel values"),
+])
+def test_bad_images_are_refused(checkpoint, images, error, match):
+    with pytest.raises(error, match=match):
+        vit.load(checkpoint).predict(images)
+
+
+def test_probabilities_must_be_a_bool(checkpoint):
+    with pytest.raises(TypeError, match="probabilities"):
+        vit.load(checkpoint).predict(np.zeros((1, 8, 8)), probabilities=1)
+
+
+def test_load_keeps_the_size_bound(checkpoint, saved):
+    for path in (checkpoint, saved):
+        with pytest.raises(ValueError, match="parameters"):
+            vit.load(path, max_parameters=100)
+
+
+def test_load_refuses_what_is_not_a_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        vit.load(tmp_path / "nothing.npz")
+    np.savez(tmp_path / "other.npz", a=np.zeros(3))
+    with pytest.raises(ValueError, match="no 'config' entry"):
+        vit.load(tmp_path / "other.npz")
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ValueError, match="not an .npz archive"):
+        vit.load(tmp_path / "text.npz")
+
+
+# ---- the command ---------------------------------------------------------------------------
+def test_predict_command_on_arrays(checkpoint, tmp_path, capsys):
+    data = load_digits()
+    x, y = data.x_test[:5, 0], data.y_test[:5]
+    np.save(tmp_path / "one.npy", x[0])                   # one (8, 8) image
+    np.save(tmp_path / "batch.npy", x)                    # (5, 8, 8)
+    np.savez(tmp_path / "pack.npz", images=x[:2, None])   # (2, 1, 8, 8)
+    status, out, err = run(["predict", checkpoint, tmp_path / "one.npy", tmp_path / "batch.npy",
+                            tmp_path / "pack.npz", "--top-k", 2], capsys)
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert [line.split(": ")[0] for line in lines] == \
+        [str(tmp_path / "one.npy")] + [f"{tmp_path / 'batch.npy'}[{i}]" for i in range(5)] + \
+        [f"{tmp_path / 'pack.npz'}[{i}]" for i in range(2)]
+    expected = vit.load(checkpoint).predict(x)
+    shown = [int(line.split(": ")[1].split()[0]) for line in lines]
+    assert shown == [expected[0], *expected, *expected[:2]]
+    assert all(len(re.findall(r"\d \(\d+\.\d%\)", line)) == 2 for line in lines)
+
+
+def test_predict_json_lines(checkpoint, tmp_path, capsys):
+    x = load_digits().x_test[:3, 0]
+    np.save(tmp_path / "batch.npy", x)
+    status, out, _ = run(["predict", checkpoint, tmp_path / "batch.npy", "--json",
+                          "--top-k", 10], capsys)
+    assert status == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    probs = vit.load(checkpoint).predict(x, probabilities=True)
+    for i, row in enumerate(rows):
+        assert row["file"] == str(tmp_path / "batch.npy") and row["index"] == i
+        classes = [t["class"] for t in row["top"]]
+        assert sorted(classes) == list(range(10))
+        np.testing.assert_allclose([t["probability"] for t in row["top"]], probs[i][classes],
+                                   rtol=4 * np.finfo(np.float64).eps)
+        assert classes[0] == probs[i].argmax()
+        assert all(np.diff([t["probability"] for t in row["top"]]) <= 0)
+
+
+def test_predict_command_on_a_picture(checkpoint, tmp_path, capsys):
+    Image = pytest.importorskip("PIL.Image")
+    g = np.full((60, 40), 255, np.uint8)
+    g[5:55, 17:24] = 0  # a "1": a bar 50 tall, 7 wide
+    Image.fromarray(g).save(tmp_path / "one.png")
+    status, out, _ = run(["predict", checkpoint, tmp_path / "one.png", "--json", "--top-k", 10],
+                         capsys)
+    assert status == 0
+    # by hand: scale 32/50 -> 32 x round(4.48) = 4 columns at left (32 - 4) // 2 = 14, so
+    # columns 14..17: two of each of tiles 3 and 4, in every row of tiles: 8 and 8
+    bar = np.zeros((1, 8, 8))
+    bar[0, :, 3:5] = 8
+    expected = vit.load(checkpoint).predict(bar, probabilities=True)[0]
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["file"] == str(tmp_path / "one.png") and row["index"] is None
+    got = {t["class"]: t["probability"] for t in row["top"]}
+    np.testing.assert_array_equal([got[c] for c in range(10)], expected)
+
+
+def test_a_transparent_picture_is_read_on_white_paper(checkpoint, tmp_path, capsys):
+    Image = pytest.importorskip("PIL.Image")
+    rgba = np.zeros((60, 40, 4), np.uint8)   # transparent black everywhere ...
+    rgba[5:55, 17:24, 3] = 255               # ... but the opaque black bar of the "1" above
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "clear.png")
+    g = np.full((60, 40), 255, np.uint8)
+    g[5:55, 17:24] = 0
+    Image.fromarray(g).save(tmp_path / "plain.png")
+    config = vit.load(checkpoint).config
+    clear = read_input(tmp_path / "clear.png", config)
+    np.testing.assert_array_equal(clear, read_input(tmp_path / "plain.png", config))
+    assert clear.sum() > 0
+
+
+def test_other_models_take_pictures_of_their_own_size(tmp_path, capsys):
+    Image = pytest.importorskip("PIL.Image")
+    model = TinyViT(img_size=16, patch_size=4, in_chans=3, num_classes=4, seed=0)
+    model.save(tmp_path / "rgb.npz")
+    pixels = np.random.default_rng(1).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    Image.fromarray(pixels, "RGB").save(tmp_path / "a.png")
+    status, out, _ = run(["predict", tmp_path / "rgb.npz", tmp_path / "a.png", "--json"], capsys)
+    assert status == 0
+    (row,) = [json.loads(line)["top"] for line in out.splitlines()]
+    assert len(row) == 3  # the default top 3
+    expected = model.predict(pixels[None], probabilities=True)[0]  # (N, H, W, C) layout
+    assert [t["class"] for t in row] == list(np.argsort(-expected, kind="stable")[:3])
+    np.testing.assert_array_equal([t["probability"] for t in row],
+                                  np.sort(expected)[::-1][:3])
+    Image.fromarray(pixels[:, :12], "RGB").save(tmp_path / "narrow.png")
+    refusal(capsys, [tmp_path / "rgb.npz", tmp_path / "narrow.png"],
+            "a 12x16 picture; expected 16x16 pixels")
+
+
+# ---- refusals: exit 2, one line, no traceback ----------------------------------------------------
+def png_header(width: int, height: int) -> bytes:
+    """A grayscale PNG declaring width x height whose pixel data stops after 10 bytes."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit gray, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(bytes(10)))
+
+
+def refusal(capsys, args, match: str) -> None:
+    status, out, err = run(["predict", *args], capsys)
+    assert status == 2, (status, err)
+    assert err.count("\n") == 1 and "Traceback" not in err and out == ""
+    assert re.search(match, err), err
+
+
+def test_refusals(checkpoint, tmp_path, capsys):
+    np.save(tmp_path / "ok.npy", np.zeros((8, 8)))
+    refusal(capsys, [checkpoint, tmp_path / "missing.png"], "no such file")
+    refusal(capsys, [tmp_path / "missing.npz", tmp_path / "ok.npy"], "does not exist")
+    (tmp_path / "notes.png").write_text("not a picture")
+    refusal(capsys, [checkpoint, tmp_path / "notes.png"], "not a PNG or JPEG picture")
+    np.save(tmp_path / "seven.npy", np.zeros((7, 7)))
+    refusal(capsys, [checkpoint, tmp_path / "seven.npy"], r"got shape \(1, 7, 7\).*1x8x8")
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    refusal(capsys, [checkpoint, tmp_path / "objects.npy"], "not a readable .npy")
+    np.save(tmp_path / "complex.npy", np.zeros((8, 8), complex))
+    refusal(capsys, [checkpoint, tmp_path / "complex.npy"], "dtype complex128; expected real")
+    np.save(tmp_path / "words.npy", np.array(["a", "b"]))
+    refusal(capsys, [checkpoint, tmp_path / "words.npy"], "dtype <U1; expected real")
+    # a header declaring 10**12 float64 (8 TB) over 64 bytes: refused before any allocation
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(8))
+    header["shape"] = (10**12,)
+    with open(tmp_path / "huge.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        f.write(bytes(64))
+    refusal(capsys, [checkpoint, tmp_path / "huge.npy"], r"declares \(1000000000000,\) of float64")
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "ok.npy").read_bytes()[:-8])
+    refusal(capsys, [checkpoint, tmp_path / "cut.npy"], "but 504 bytes follow")
+    np.savez(tmp_path / "two.npz", a=np.zeros((8, 8)), b=np.zeros((8, 8)))
+    refusal(capsys, [checkpoint, tmp_path / "two.npz"], "holds 2 arrays")
+    refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", 11],
+            "--top-k: got 11; expected 1 to 10")
+    refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", 0], "--top-k: got 0")
+    refusal(capsys, [checkpoint, tmp_path / "ok.npy", "--top-k", "two"], "--top-k")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.npy")
+        refusal(capsys, [checkpoint, tmp_path / "fifo.npy"], "FIFO")
+
+
+def test_a_huge_picture_is_refused_from_its_header(checkpoint, tmp_path, capsys):
+    pytest.importorskip("PIL")
+    # 5000 x 4000 = 20 M pixels: above the bound (16.8 M), below Pillow's own (89 M); no
+    # pixel data follows, so anything that decoded it would fail as truncated instead
+    (tmp_path / "big.png").write_bytes(png_header(5000, 4000))
+    refusal(capsys, [checkpoint, tmp_path / "big.png"], r"5000x4000 picture \(20,000,000 pixels\)")
+    (tmp_path / "bomb.png").write_bytes(png_header(100_000, 100_000))  # Pillow's bomb limit
+    refusal(capsys, [checkpoint, tmp_path / "bomb.png"], "too large a picture")
+    (tmp_path / "cut.png").write_bytes(png_header(64, 64))
+    refusal(capsys, [checkpoint, tmp_path / "cut.png"], "truncated or corrupt")
+
+
+def test_without_pillow_pictures_name_the_extra(checkpoint, tmp_path, capsys, monkeypatch):
+    (tmp_path / "a.png").write_bytes(png_header(8, 8))
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL -> ImportError
+    status, _, err = run(["predict", checkpoint, tmp_path / "a.png"], capsys)
+    assert status == 1 and err.count("\n") == 1 and "minigrad-vit[images]" in err
