@@ -125,14 +125,14 @@ NN = [
     bad("Parameter-int", lambda: Parameter(INTS), TypeError, "Parameter data", "int64",
         keep=(INTS,)),
     bad("Linear-in-features-zero", lambda: Linear(0, 2), ValueError, "in_features", "0"),
-    bad("Linear-in-features-None", lambda: Linear(None, 2), ValueError, "in_features", "None"),
-    bad("Linear-out-features-str", lambda: Linear(3, "2"), ValueError, "out_features", "'2'"),
+    bad("Linear-in-features-None", lambda: Linear(None, 2), TypeError, "in_features", "None"),
+    bad("Linear-out-features-str", lambda: Linear(3, "2"), TypeError, "out_features", "'2'"),
     bad("Linear-dtype-complex", lambda: Linear(3, 2, dtype=np.complex64), TypeError, "dtype",
         "complex64"),
     bad("Linear-rng-str", lambda: Linear(3, 2, rng="abc"), TypeError, "rng", "'abc'"),
-    bad("LayerNorm-dim-None", lambda: LayerNorm(None), ValueError, "normalized_dim", "None"),
+    bad("LayerNorm-dim-None", lambda: LayerNorm(None), TypeError, "normalized_dim", "None"),
     bad("LayerNorm-eps-nan", lambda: LayerNorm(3, eps=np.nan), ValueError, "eps", "nan"),
-    bad("LayerNorm-eps-str", lambda: LayerNorm(3, eps="1e-5"), ValueError, "eps", "'1e-5'"),
+    bad("LayerNorm-eps-str", lambda: LayerNorm(3, eps="1e-5"), TypeError, "eps", "'1e-5'"),
 ]
 for _name, _layer in (("Linear", LIN), ("LayerNorm", NORM)):
     NN += [
