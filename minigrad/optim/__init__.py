@@ -6,10 +6,12 @@ The update rules follow PyTorch's ``torch.optim`` exactly (the tests compare the
 (its ``state_dict`` / ``load_state_dict``), one module per optimizer, ``schedules.py``.
 """
 from ..checks import StateDictKeyError
+from .adam import Adam
 from .adamw import AdamW
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .schedules import LRScheduler, OneCycle, WarmupCosine
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "AdamW", "LRScheduler", "WarmupCosine", "OneCycle",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "LRScheduler", "WarmupCosine", "OneCycle",
            "StateDictKeyError"]

@@ -44,7 +44,8 @@ class AdamW(Optimizer):
         self.weight_decay = self._checked("weight_decay", weight_decay)
         self._set_groups()
         for i, (p, group) in enumerate(zip(self.params, self._group_of)):
-            self._check_numbers(i, self._compute_dtype(p.data.dtype), self.lr, group)
+            self._check_numbers(i, self._compute_dtype(p.data.dtype), group.get("lr", self.lr),
+                                group)
 
     def _checked(self, name: str, value: Any) -> Any:
         if name == "betas":
