@@ -61,8 +61,9 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
                          f"{total}; expected a finite norm (or error_if_nonfinite=False)")
     coef = min(max_norm / (total + 1e-6), 1.0)
     if coef < 1.0 or not math.isfinite(total):
-        for p in params:
-            p.grad = np.multiply(p.grad, coef).astype(p.grad.dtype, copy=False)
+        with np.errstate(invalid="ignore"):  # inf * 0 = NaN, as torch gives
+            for p in params:
+                p.grad = np.multiply(p.grad, coef).astype(p.grad.dtype, copy=False)
     return total
 
 
