@@ -20,7 +20,7 @@ from .module import Module
 __all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout"]
 
 
-def functional(name: str, layer: str) -> Callable[..., Tensor]:
+def lookup_op(name: str, layer: str) -> Callable[..., Tensor]:
     """``F.<name>``, looked up when the layer runs (NotImplementedError if F has none)."""
     fn = getattr(F, name, None)
     if fn is None:
@@ -54,7 +54,7 @@ class SiLU(Module):
     """y = x · sigmoid(x), elementwise (``F.silu``)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return functional("silu", "SiLU")(x)
+        return lookup_op("silu", "SiLU")(x)
 
 
 class GELU(Module):
@@ -72,7 +72,7 @@ class GELU(Module):
     def forward(self, x: Tensor) -> Tensor:
         if self.approximate == "tanh":
             return F.gelu_tanh(x)
-        return functional("gelu", "GELU")(x)
+        return lookup_op("gelu", "GELU")(x)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"

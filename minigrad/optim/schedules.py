@@ -74,7 +74,8 @@ class LRScheduler:
         self.optimizer.lr = self.get_lr()
         for group in self.optimizer.param_groups:
             if "lr" in group:  # a group with its own lr scales its own base
-                group["lr"] = self.lr_at(self.last_step, group["initial_lr"])
+                base = group.setdefault("initial_lr", group["lr"])  # an lr given later
+                group["lr"] = self.lr_at(self.last_step, base)
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """``last_step`` and the settings, as 0-d arrays."""
