@@ -291,9 +291,11 @@ class Module:
                 lines.append(f"  unexpected (given, not expected): {', '.join(unexpected)}")
             lines.append("  pass strict=False to load the names that do match")
             raise checks.StateDictKeyError("\n".join(lines))
-        updates = [(name, target, self._checked_entry(name, state[name], target))
-                   for name, target in targets.items() if name in state]
         params = dict(self.named_parameters())
+        updates = [(name, target, self._checked_entry(
+                        f"parameter '{name}'" if name in params else f"buffer '{name}'",
+                        state[name], target))
+                   for name, target in targets.items() if name in state]
         for name, target, value in updates:
             target[...] = value
             if name in params:
@@ -301,14 +303,14 @@ class Module:
         return IncompatibleKeys(missing, unexpected)
 
     @staticmethod
-    def _checked_entry(name: str, value: Any, target: np.ndarray) -> np.ndarray:
+    def _checked_entry(what: str, value: Any, target: np.ndarray) -> np.ndarray:
         value = value.data if isinstance(value, Tensor) else np.asarray(value)
         if value.shape != target.shape:
-            raise ValueError(f"load_state_dict: parameter '{name}' got shape {value.shape}; "
+            raise ValueError(f"load_state_dict: {what} got shape {value.shape}; "
                              f"expected {target.shape}")
         if value.dtype != target.dtype:
             raise ValueError(
-                f"load_state_dict: parameter '{name}' got dtype {value.dtype}; expected "
+                f"load_state_dict: {what} got dtype {value.dtype}; expected "
                 f"{target.dtype} (convert the checkpoint or build the model with that dtype)"
             )
         return value

@@ -98,7 +98,7 @@ def test_buffers_are_saved_and_loaded_but_are_not_parameters():
 def test_buffer_loading_is_checked():
     net = Net()
     state = net.state_dict()
-    with pytest.raises(ValueError, match="'running' got shape"):
+    with pytest.raises(ValueError, match="buffer 'running' got shape"):
         net.load_state_dict({**state, "running": np.zeros(3)})
     with pytest.raises(StateDictKeyError, match="missing .*running"):
         net.load_state_dict({k: v for k, v in state.items() if k != "running"})
