@@ -50,7 +50,7 @@ BAD_GROUP_VALUES = [
     (AdamW, dict(lr=0.1), "betas", (0.9,), "betas"),
     (AdamW, dict(lr=0.1), "weight_decay", float("nan"), "weight_decay"),
     (AdamW, dict(lr=0.1), "weight_decay", "0.1", "weight_decay"),
-    (AdamW, dict(lr=0.1), "lr", 0.5, "lr"),  # a group lr would be ignored: refused
+    (AdamW, dict(lr=0.1), "lr", -0.5, "lr"),  # a group lr is checked as the constructor does
 ]
 
 

@@ -319,12 +319,12 @@ def test_float32_modules_give_float32_outputs_and_grads(make):
 
 
 @pytest.mark.parametrize("make, error, words", [
-    (lambda: Linear(0, 3), ValueError, ["in_features", "0", "positive integer"]),
-    (lambda: Linear(3, 2.5), ValueError, ["out_features", "2.5"]),
-    (lambda: Linear(3, True), ValueError, ["out_features", "True"]),
+    (lambda: Linear(0, 3), ValueError, ["in_features", "0", ">= 1"]),
+    (lambda: Linear(3, 2.5), TypeError, ["out_features", "2.5"]),
+    (lambda: Linear(3, True), TypeError, ["out_features", "True"]),
     (lambda: Linear(3, 2, dtype=np.int64), TypeError, ["dtype", "floating"]),
     (lambda: LayerNorm(-1), ValueError, ["normalized_dim", "-1"]),
-    (lambda: LayerNorm(4, eps=0.0), ValueError, ["eps", "positive"]),
+    (lambda: LayerNorm(4, eps=0.0), ValueError, ["eps", "> 0"]),
     (lambda: LayerNorm(4, dtype="int32"), TypeError, ["dtype", "int32"]),
 ])
 def test_constructor_arguments_are_checked(make, error, words):

@@ -482,7 +482,7 @@ def test_param_groups_state_dict_resumes_and_checks_the_groups():
 
 
 @pytest.mark.parametrize("groups, error, words", [
-    ([{"params": "P", "lr": 0.1}], ValueError, ("params[0] lr", "optimizer.lr")),
+    ([{"params": "P", "lr": -0.1}], ValueError, ("params[0] lr", "-0.1")),
     ([{"params": "P", "momentum": 0.9}], ValueError, ("unknown keys ['momentum']",)),
     ([{"params": "P", "weight_decay": -1.0}], ValueError, ("weight_decay", "-1.0")),
     ([{"params": "P", "betas": (0.9,)}], ValueError, ("betas", "pair")),

@@ -1,25 +1,22 @@
-"""PyTorch-like modules: ``Parameter``, ``Module``, ``ModuleList``, ``Linear``, ``LayerNorm``.
+"""``Parameter``, ``Module`` (registration, traversal, modes, buffers, checkpoints),
+``ModuleList`` and ``Sequential``.
 
 A ``Module`` registers the ``Parameter``s and sub-``Module``s assigned to its attributes, in
 assignment order, so ``named_parameters()`` yields dotted names (``blocks.0.attn.qkv.weight``)
-and ``state_dict()`` / ``load_state_dict()`` checkpoint them as plain NumPy arrays.
-
-Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
-computes ``x @ W + b``: no transpose in the forward pass.
+and ``state_dict()`` / ``load_state_dict()`` checkpoint them, with the persistent buffers, as
+plain NumPy arrays.
 """
 from __future__ import annotations
 
-import math
-import numbers
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
-from . import functional as F
-from .tensor import Tensor
+from .. import checks
+from ..tensor import Tensor
 
-__all__ = ["Parameter", "Module", "ModuleList", "Linear", "LayerNorm", "IncompatibleKeys"]
+__all__ = ["Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys"]
 
 
 class Parameter(Tensor):
@@ -54,25 +51,24 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list
 
 
-class _KeyMismatchError(KeyError, ValueError):
-    """A KeyError (as a mapping lookup) that is also a ValueError (a bad argument), whose
-    message prints as written (KeyError's own ``str`` shows its repr)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
 class Module:
     """Base class of every layer and model; subclasses define ``forward``.
 
     Assigning a ``Parameter`` or a ``Module`` to an attribute registers it (in order);
-    any other value is an ordinary attribute. Subclasses must call ``super().__init__()``
+    ``register_buffer`` registers an array that is state but not a parameter (saved in
+    ``state_dict`` unless ``persistent=False``, never given to an optimizer); any other
+    value is an ordinary attribute. ``training`` (True after construction) is set on the
+    module and every descendant by ``train()`` / ``eval()``; layers such as ``Dropout``
+    follow it, and ``state_dict`` ignores it. Subclasses must call ``super().__init__()``
     before assigning parameters or sub-modules.
     """
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "training", True)
 
     # ---- registration -----------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -86,10 +82,16 @@ class Module:
                 )
             object.__setattr__(self, name, value)
             return
+        buffers = self.__dict__.get("_buffers", {})
+        if name in buffers and not isinstance(value, (Parameter, Module)):
+            buffers[name] = self._buffer_value(name, value)  # a buffer stays a buffer
+            object.__setattr__(self, name, buffers[name])
+            return
         params, modules = registries
         # A name holds one kind of thing: re-assigning it drops any earlier registration.
         params.pop(name, None)
         modules.pop(name, None)
+        buffers.pop(name, None)
         if isinstance(value, Parameter):
             params[name] = value
         elif isinstance(value, Module):
@@ -99,6 +101,8 @@ class Module:
     def __delattr__(self, name: str) -> None:
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
+        self._buffers.pop(name, None)
+        self._non_persistent.discard(name)
         object.__delattr__(self, name)
 
     def add_module(self, name: str, module: Module) -> None:
@@ -107,12 +111,61 @@ class Module:
             raise TypeError(f"add_module('{name}'): got {type(module).__name__}; expected a Module")
         setattr(self, name, module)
 
-    # ---- calling ----------------------------------------------------------------------
+    def register_buffer(self, name: str, array: Any, persistent: bool = True) -> None:
+        """Register ``array`` (copied to an ndarray; or None) as buffer ``name``: module state
+        that is not a parameter (a running mean, a fixed mask). A persistent buffer is saved
+        in ``state_dict`` and restored by ``load_state_dict`` (in place, as parameters are);
+        ``buffers()`` lists it, ``parameters()`` does not. Assigning ``self.name = array``
+        later replaces the buffer's array."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError(f"cannot register buffer '{name}' before Module.__init__(): "
+                                 f"call super().__init__() first in {type(self).__name__}")
+        if not isinstance(name, str):
+            raise TypeError(f"register_buffer name: got {name!r}; expected a string")
+        if not name or "." in name:
+            raise ValueError(f"register_buffer name: got {name!r}; expected a non-empty name "
+                             "without '.' (dots join the names of nested modules)")
+        if name in self._parameters or name in self._modules or \
+                (hasattr(self, name) and name not in self._buffers):
+            raise ValueError(f"register_buffer name: got {name!r}; it is already an attribute "
+                             f"of {type(self).__name__}; expected a new name")
+        checks.boolean("register_buffer persistent", persistent)
+        self._buffers[name] = self._buffer_value(name, array)
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, self._buffers[name])
+
+    @staticmethod
+    def _buffer_value(name: str, array: Any) -> np.ndarray | None:
+        if array is None:
+            return None
+        if isinstance(array, Parameter):
+            raise TypeError(f"buffer '{name}': got a Parameter; expected an array (a "
+                            "parameter is assigned as an attribute, not registered as a buffer)")
+        value = np.array(array.data if isinstance(array, Tensor) else array, copy=True)
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"buffer '{name}': got dtype {value.dtype}; expected numbers")
+        return value
+
+    # ---- calling and modes ------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> Module:
+        """Set ``training = mode`` on this module and every descendant; returns self."""
+        mode = checks.boolean("train mode", mode)
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """``train(False)``: evaluation mode (Dropout becomes the identity); returns self."""
+        return self.train(False)
 
     # ---- traversal --------------------------------------------------------------------
     def children(self) -> Iterator[Module]:
@@ -173,6 +226,19 @@ class Module:
             stack.extend(reversed(module._modules.values()))
         return iter(found)
 
+    def named_buffers(self, prefix: str = "", persistent_only: bool = False
+                      ) -> Iterator[tuple[str, np.ndarray]]:
+        """``(dotted_name, array)`` for every buffer that is not None (only the persistent
+        ones with ``persistent_only``), in registration order."""
+        for module_name, module in self.named_modules(prefix):
+            for key, buf in module._buffers.items():
+                if buf is None or (persistent_only and key in module._non_persistent):
+                    continue
+                yield (f"{module_name}.{key}" if module_name else key), buf
+
+    def buffers(self) -> Iterator[np.ndarray]:
+        return (buf for _, buf in self.named_buffers())
+
     def num_parameters(self) -> int:
         """Total number of scalar parameters (shared parameters counted once)."""
         return sum(p.data.size for p in self.parameters())
@@ -183,17 +249,25 @@ class Module:
             param.grad = None
 
     # ---- checkpoints ------------------------------------------------------------------
+    def _state_entries(self) -> OrderedDict[str, np.ndarray]:
+        """The arrays ``state_dict`` copies: the parameters' (``named_parameters`` order),
+        then the persistent buffers'."""
+        entries = OrderedDict((name, p.data) for name, p in self.named_parameters())
+        entries.update(self.named_buffers(persistent_only=True))
+        return entries
+
     def state_dict(self) -> OrderedDict[str, np.ndarray]:
-        """``name -> copy of the parameter's array``, in ``named_parameters`` order.
+        """``name -> copy of the array``: every parameter in ``named_parameters`` order, then
+        every persistent buffer. ``training`` is not state and is not saved.
 
         The arrays are copies: training afterwards does not change a saved state. A shared
         parameter appears once, under its first name. ``np.savez(path, **state)`` saves it.
         """
-        return OrderedDict((name, param.data.copy()) for name, param in self.named_parameters())
+        return OrderedDict((name, a.copy()) for name, a in self._state_entries().items())
 
     def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
-        """Copy ``state[name]`` into each parameter's existing array (``p.data[...] = value``)
-        and bump its version, as ``optimizer.step()`` does.
+        """Copy ``state[name]`` into each parameter's (and persistent buffer's) existing array
+        (``p.data[...] = value``) and bump each parameter's version, as ``optimizer.step()``.
 
         Writing in place keeps the arrays an optimizer holds. Every present value must have
         exactly the parameter's shape and dtype (ValueError naming it otherwise). With
@@ -205,10 +279,10 @@ class Module:
         if not isinstance(state, Mapping) and not hasattr(state, "keys"):
             raise TypeError(f"load_state_dict state: got {type(state).__name__}; expected a "
                             "mapping of parameter names to arrays (a state_dict() or np.load)")
-        params = OrderedDict(self.named_parameters())
+        targets = self._state_entries()
         keys = list(state.keys())
-        missing = [name for name in params if name not in state]
-        unexpected = [name for name in keys if name not in params]
+        missing = [name for name in targets if name not in state]
+        unexpected = [name for name in keys if name not in targets]
         if strict and (missing or unexpected):
             lines = [f"load_state_dict into {type(self).__name__}: the names do not match"]
             if missing:
@@ -216,29 +290,30 @@ class Module:
             if unexpected:
                 lines.append(f"  unexpected (given, not expected): {', '.join(unexpected)}")
             lines.append("  pass strict=False to load the names that do match")
-            raise _KeyMismatchError("\n".join(lines))
-        updates = []
-        for name, param in params.items():
-            if name not in state:
-                continue
-            value = state[name]
-            value = value.data if isinstance(value, Tensor) else np.asarray(value)
-            if value.shape != param.data.shape:
-                raise ValueError(
-                    f"load_state_dict: parameter '{name}' got shape {value.shape}; expected "
-                    f"{param.data.shape}"
-                )
-            if value.dtype != param.data.dtype:
-                raise ValueError(
-                    f"load_state_dict: parameter '{name}' got dtype {value.dtype}; expected "
-                    f"{param.data.dtype} (convert the checkpoint or build the model with "
-                    "that dtype)"
-                )
-            updates.append((param, value))
-        for param, value in updates:
-            param.data[...] = value
-            param.bump_version()  # a graph recorded before the load refuses to backward
+            raise checks.StateDictKeyError("\n".join(lines))
+        params = dict(self.named_parameters())
+        updates = [(name, target, self._checked_entry(
+                        f"parameter '{name}'" if name in params else f"buffer '{name}'",
+                        state[name], target))
+                   for name, target in targets.items() if name in state]
+        for name, target, value in updates:
+            target[...] = value
+            if name in params:
+                params[name].bump_version()  # a graph recorded before the load refuses backward
         return IncompatibleKeys(missing, unexpected)
+
+    @staticmethod
+    def _checked_entry(what: str, value: Any, target: np.ndarray) -> np.ndarray:
+        value = value.data if isinstance(value, Tensor) else np.asarray(value)
+        if value.shape != target.shape:
+            raise ValueError(f"load_state_dict: {what} got shape {value.shape}; "
+                             f"expected {target.shape}")
+        if value.dtype != target.dtype:
+            raise ValueError(
+                f"load_state_dict: {what} got dtype {value.dtype}; expected "
+                f"{target.dtype} (convert the checkpoint or build the model with that dtype)"
+            )
+        return value
 
     # ---- display ----------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -284,117 +359,27 @@ class ModuleList(Module):
         return items[index]
 
 
-# ---- argument checks shared by the layers ------------------------------------------------
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name}: got {value!r}; expected a positive integer")
-    return int(value)
+class Sequential(ModuleList):
+    """``Sequential(m0, m1, ...)``: y = m_{n-1}(... m1(m0(x))), the modules registered as
+    "0", "1", ... (or under the names of an ``OrderedDict`` passed as the one argument)."""
 
-
-def _floating_dtype(value: Any) -> np.dtype:
-    try:
-        dtype = np.dtype(value)
-    except TypeError:
-        dtype = None
-    if dtype is None or dtype.kind != "f":
-        raise TypeError(f"dtype: got {value!r}; expected a floating dtype (np.float32, np.float64)")
-    return dtype
-
-
-def _rng(value: Any) -> np.random.Generator:
-    """``np.random.default_rng(value)``, with an error that names the argument."""
-    try:
-        return np.random.default_rng(value)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"rng: got {value!r}; expected a np.random.Generator, a non-negative "
-                        f"integer seed or None ({e})") from None
-
-
-def _check_features(layer: str, x: Any, expected: int) -> Any:
-    """``x`` (a Tensor, or anything array-like, which becomes an ndarray) after checking it
-    holds real numbers with ``expected`` features on its last axis."""
-    if not isinstance(x, Tensor):
-        given = type(x).__name__
-        x = np.asarray(x)
-        if x.dtype.kind not in "biuf":
-            raise TypeError(f"{layer}: got {given} of dtype {x.dtype}; expected real numbers "
-                            f"of shape (..., {expected})")
-    elif x.dtype.kind not in "biuf":  # an op may have made one from a complex constant
-        raise TypeError(f"{layer}: got a Tensor of dtype {x.dtype}; expected real numbers")
-    shape = x.shape
-    if not shape or shape[-1] != expected:
-        raise ValueError(
-            f"{layer}: got input of shape {shape}; expected shape (..., {expected})"
-        )
-    return x
-
-
-def _in_dtype(x: Any, dtype: np.dtype) -> Any:
-    """``x`` cast to a module's dtype: a module computes in its own dtype whatever it is fed
-    (integers, bool, another float width), and a Tensor's gradient is cast back to its dtype."""
-    if x.dtype == dtype:
-        return x
-    return F.astype(x, dtype) if isinstance(x, Tensor) else x.astype(dtype)
-
-
-class Linear(Module):
-    """y = x @ W + b, with W of shape (in_features, out_features) and b of shape (out_features,).
-
-    Initialization: W ~ N(0, 1/in_features) (``rng.standard_normal / sqrt(in_features)``),
-    b = 0. It computes in its ``dtype``: any other input (integers, another float width) is
-    cast to it first. ``rng`` is a ``np.random.Generator`` or a seed (a fresh generator if None).
-    """
-
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
-                 dtype: Any = np.float64, rng: np.random.Generator | int | None = None) -> None:
+    def __init__(self, *modules: Module | OrderedDict) -> None:
         super().__init__()
-        self.in_features = _positive_int("in_features", in_features)
-        self.out_features = _positive_int("out_features", out_features)
-        dtype = _floating_dtype(dtype)
-        rng = _rng(rng)
-        weight = rng.standard_normal((self.in_features, self.out_features))
-        weight /= math.sqrt(self.in_features)
-        self.weight = Parameter(weight, dtype=dtype)
-        self.bias = Parameter(np.zeros(self.out_features, dtype=dtype)) if bias else None
-
-    def forward(self, x: Tensor) -> Tensor:
-        """x (..., in_features) -> (..., out_features)."""
-        x = _in_dtype(_check_features("Linear", x, self.in_features), self.weight.dtype)
-        return F.linear(x, self.weight, self.bias)
-
-    def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}, dtype={self.weight.dtype}")
-
-
-class LayerNorm(Module):
-    """y = (x - mean) / sqrt(var + eps) * weight + bias over the last axis (D features).
-
-    ``var`` is the population variance (divide by D). weight = 1 and bias = 0 initially, both
-    of shape (D,); without ``elementwise_affine`` there are neither. It computes in its
-    ``dtype`` (with or without weights): any other input is cast to it first.
-    """
-
-    def __init__(self, normalized_dim: int, eps: float = 1e-5, elementwise_affine: bool = True,
-                 *, dtype: Any = np.float64) -> None:
-        super().__init__()
-        self.normalized_dim = _positive_int("normalized_dim", normalized_dim)
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
-            raise ValueError(f"eps: got {eps!r}; expected a positive number")
-        self.eps = float(eps)
-        self.dtype = dtype = _floating_dtype(dtype)  # the dtype it computes in, weights or not
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_dim, dtype=dtype))
-            self.bias = Parameter(np.zeros(self.normalized_dim, dtype=dtype))
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
         else:
-            self.weight = None
-            self.bias = None
+            for module in modules:
+                self.append(module)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """x (..., D) -> (..., D), normalized per row of D features."""
-        x = _in_dtype(_check_features("LayerNorm", x, self.normalized_dim), self.dtype)
-        return F.layer_norm(x, self.weight, self.bias, eps=self.eps)
+    def __getitem__(self, index: int | slice) -> Module | Sequential:
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            return Sequential(*items[index])
+        return items[index]
 
-    def extra_repr(self) -> str:
-        return (f"{self.normalized_dim}, eps={self.eps}, "
-                f"elementwise_affine={self.weight is not None}")
+    def forward(self, x: Any) -> Any:
+        """x -> each module in order."""
+        for module in self._modules.values():
+            x = module(x)
+        return x

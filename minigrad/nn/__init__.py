@@ -1,0 +1,21 @@
+"""PyTorch-like modules.
+
+``module.py``: ``Parameter``, ``Module`` (registration, ``train()``/``eval()``, buffers,
+``state_dict``), ``ModuleList``, ``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
+``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
+``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping.
+
+Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
+computes ``x @ W + b``: no transpose in the forward pass.
+"""
+from ..checks import StateDictKeyError
+from . import utils
+from .activations import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .layers import Conv2d, Embedding, LayerNorm, Linear
+from .module import IncompatibleKeys, Module, ModuleList, Parameter, Sequential
+
+__all__ = [
+    "Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys", "Linear",
+    "LayerNorm", "Conv2d", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
+    "Flatten", "Dropout", "utils", "StateDictKeyError",
+]

@@ -1,0 +1,147 @@
+"""Layers without parameters: activations (``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
+``SiLU``, ``Softmax``), ``Flatten`` and ``Dropout``.
+
+Each calls its ``F`` function inside ``forward``, so a layer whose function another part of
+minigrad adds later (``F.gelu``, ``F.silu``) works as soon as it exists, and says so clearly
+before.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import checks
+from .. import functional as F
+from ..tensor import Tensor
+from .args import generator, real_input
+from .module import Module
+
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout"]
+
+
+def lookup_op(name: str, layer: str) -> Callable[..., Tensor]:
+    """``F.<name>``, looked up when the layer runs (NotImplementedError if F has none)."""
+    fn = getattr(F, name, None)
+    if fn is None:
+        raise NotImplementedError(f"{layer}: minigrad.functional has no {name}() yet; "
+                                  "expected it in F")
+    return fn
+
+
+class ReLU(Module):
+    """y = max(x, 0), elementwise (``F.relu``): any shape to the same shape."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class Tanh(Module):
+    """y = tanh(x), elementwise (``F.tanh``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    """y = 1 / (1 + exp(-x)), elementwise (``F.sigmoid``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class SiLU(Module):
+    """y = x · sigmoid(x), elementwise (``F.silu``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return lookup_op("silu", "SiLU")(x)
+
+
+class GELU(Module):
+    """GELU, elementwise, as PyTorch's ``nn.GELU(approximate=...)``.
+
+    ``approximate="none"``: y = x Φ(x) = x (1 + erf(x / √2)) / 2 (``F.gelu``);
+    ``approximate="tanh"``: y = x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2 (``F.gelu_tanh``).
+    """
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = checks.choice("approximate", approximate, ("none", "tanh"),
+                                         owner="GELU")
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.approximate == "tanh":
+            return F.gelu_tanh(x)
+        return lookup_op("gelu", "GELU")(x)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Softmax(Module):
+    """y_i = exp(x_i) / Σ_j exp(x_j) along axis ``dim`` (``F.softmax``); shape kept."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = checks.integer("dim", dim, owner="Softmax")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmax(x, axis=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Flatten(Module):
+    """Merge axes ``start_dim`` .. ``end_dim`` (inclusive, negative counts from the end) into
+    one, as ``torch.nn.Flatten``: (B, C, H, W) -> (B, C·H·W) with the defaults (1, -1)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = checks.integer("start_dim", start_dim, owner="Flatten")
+        self.end_dim = checks.integer("end_dim", end_dim, owner="Flatten")
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape = tuple(x.shape)
+        n = max(len(shape), 1)  # a 0-d input flattens as if it were (1,) shaped, as torch
+        start, end = (d + n if d < 0 else d for d in (self.start_dim, self.end_dim))
+        if not (0 <= start < n and 0 <= end < n):
+            raise ValueError(f"Flatten: start_dim={self.start_dim}, end_dim={self.end_dim} for "
+                             f"an input of shape {shape}; expected axes in [{-n}, {n})")
+        if start > end:
+            raise ValueError(f"Flatten: start_dim={self.start_dim} comes after end_dim="
+                             f"{self.end_dim} for an input of shape {shape}")
+        if not shape:
+            return F.reshape(x, (1,))
+        merged = int(np.prod(shape[start:end + 1], dtype=np.int64))
+        return F.reshape(x, shape[:start] + (merged,) + shape[end + 1:])
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Dropout(Module):
+    """Inverted dropout, as ``torch.nn.Dropout``: in training, y = x · m / (1 - p) with
+    m_i ~ Bernoulli(1 - p) drawn from ``rng`` for every call (y = 0 if p = 1); in eval
+    (``module.eval()``), y = x. Any shape to the same shape; the gradient is g · m / (1 - p).
+
+    ``rng`` is a ``np.random.Generator`` or a seed: the same seed gives the same masks.
+    """
+
+    def __init__(self, p: float = 0.5, *, rng: np.random.Generator | int | None = None) -> None:
+        super().__init__()
+        self.p = checks.real("p", p, low=0.0, high=1.0, owner="Dropout")
+        self.rng = generator(rng, "Dropout")
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        x = real_input("Dropout", x, "(...)")
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        keep = self.rng.random(x.shape) >= self.p
+        scale = np.zeros(x.shape, dtype) if self.p == 1.0 else \
+            keep.astype(dtype) * dtype.type(1.0 / (1.0 - self.p))
+        return F.mul(x, scale)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"

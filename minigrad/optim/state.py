@@ -1,0 +1,201 @@
+"""The checkpoint half of ``Optimizer``: ``state_dict`` and ``load_state_dict``, the latter
+in named steps (keys, per-parameter state, hyperparameters, then apply).
+
+``state_dict()`` is a flat ``str -> np.ndarray`` dict (scalars as 0-d arrays), so
+``np.savez`` stores a checkpoint without pickle, and loading never unpickles.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .. import checks
+
+__all__ = ["OptimizerState", "GROUP_LR_KEYS", "nonneg", "betas_pair"]
+
+#: the keys a group may carry besides its hyperparameters: its own lr, and the base lr a
+#: schedule scales (as PyTorch's ``initial_lr``)
+GROUP_LR_KEYS = ("lr", "initial_lr")
+
+
+def nonneg(name: str, value: Any, **bounds: Any) -> float:
+    """A finite real number >= 0 (a rate, a factor), as a Python float: wrong type
+    TypeError, out of range ValueError (``minigrad.checks.real``)."""
+    return checks.real(name, value, low=0.0, **bounds)
+
+
+def betas_pair(value: Any) -> tuple[float, float]:
+    """Adam's ``(beta1, beta2)``, each in [0, 1)."""
+    if not isinstance(value, (tuple, list, np.ndarray)):
+        raise TypeError(f"betas: got {value!r}; expected a pair (beta1, beta2)")
+    if len(value) != 2:
+        raise ValueError(f"betas: got {value!r}; expected a pair (beta1, beta2)")
+    return (nonneg("betas[0]", value[0], high=1.0, high_open=True),
+            nonneg("betas[1]", value[1], high=1.0, high_open=True))
+
+
+def _counter(where: str, value: Any, low: int) -> int:
+    """An integer count read from a state dict: a 0-d integer array or an int, >= low."""
+    a = np.asarray(value)
+    if a.shape != () or a.dtype.kind not in "iu" or int(a) < low:
+        expected = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise ValueError(f"{where}: got {a.tolist()!r}; expected {expected}")
+    return int(a)
+
+
+
+class OptimizerState:
+    """Mixin of ``Optimizer``: its checkpoints. Relies on the optimizer's ``params``,
+    ``param_groups``, ``state``, ``step_count`` and its ``_hyperparameters``,
+    ``_buffer_names``, ``_counter_names``, ``_checked``, ``_check_buffer``,
+    ``_check_numbers``, ``_compute_dtype``."""
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Flat copy of the state: ``num_params``, ``step_count``, each hyperparameter, and
+        ``state.<i>.<name>`` for parameter i's buffers and counters (absent until its first
+        update); ``num_groups``, ``group.<g>.size`` and each group's hyperparameters
+        ``group.<g>.<name>`` (all but lr). A group with its own lr adds ``group.<g>.lr`` (and
+        ``group.<g>.initial_lr`` once a schedule set it): an optimizer whose groups all follow
+        ``optimizer.lr`` writes exactly the keys it wrote before groups could have lrs."""
+        out = {"num_params": np.array(len(self.params)), "step_count": np.array(self.step_count)}
+        for name in self._hyperparameters:
+            out[name] = np.array(getattr(self, name))
+        out["num_groups"] = np.array(len(self.param_groups))
+        for g, group in enumerate(self.param_groups):
+            out[f"group.{g}.size"] = np.array(len(group["params"]))
+            for name in self._group_keys(group):
+                out[f"group.{g}.{name}"] = np.array(group[name])
+        for i, state in enumerate(self.state):
+            for name, value in state.items():
+                out[f"state.{i}.{name}"] = np.array(value, copy=True)
+        return out
+
+    def _group_keys(self, group: Mapping[str, Any]) -> list[str]:
+        """The names a group saves: its hyperparameters, and its own lr if it has one."""
+        own = [key for key in GROUP_LR_KEYS if "lr" in group and key in group]
+        return self._group_names() + own
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a ``state_dict()`` (or its ``np.load`` of an .npz) into this optimizer.
+
+        The parameters and groups must be the same, in the same order: ``num_params``, the
+        group sizes, every buffer's shape and dtype are checked, and nothing is changed
+        unless every check passes. Arrays are copied, so ``state`` is never modified. A
+        state written before groups existed (no ``num_groups``) loads into every group.
+        """
+        owner = type(self).__name__
+        checks.state_mapping(owner, state)
+        grouped = "num_groups" in state
+        states = self._load_keys(owner, state, grouped)
+        for i, entries in enumerate(states):
+            self._load_param_state(f"{owner}.load_state_dict", i, entries)
+        hyper, groups = self._load_hyperparameters(state, grouped)
+        step_count = _counter(f"{owner}.load_state_dict: step_count", state["step_count"], low=0)
+        position = {id(group): g for g, group in enumerate(self.param_groups)}
+        for i, (p, group) in enumerate(zip(self.params, self._group_of)):
+            values = groups[position[id(group)]]
+            self._check_numbers(i, self._compute_dtype(p.data.dtype),
+                                values.get("lr", hyper["lr"]), values)
+        for name, value in hyper.items():  # every check passed: apply
+            setattr(self, name, value)
+        for group, values in zip(self.param_groups, groups):
+            group.update(values)
+        self.step_count = step_count
+        self.state = states
+
+    def _load_keys(self, owner: str, state: Mapping[str, Any],
+                   grouped: bool) -> list[dict[str, Any]]:
+        """Step 1: the keys must be exactly those this optimizer writes (a group's
+        ``initial_lr`` is optional) and the counts must match; returns each parameter's
+        raw entries."""
+        expected = {"num_params", "step_count", *self._hyperparameters}
+        optional = set()
+        if grouped:
+            given = int(np.asarray(state["num_groups"]))
+            if given != len(self.param_groups):
+                raise ValueError(f"{owner}.load_state_dict: num_groups got {given}; expected "
+                                 f"{len(self.param_groups)}")
+            expected.add("num_groups")
+            for g, group in enumerate(self.param_groups):
+                keys = ["size", *self._group_names()] + (["lr"] if "lr" in group else [])
+                expected.update(f"group.{g}.{name}" for name in keys)
+                if "lr" in group:
+                    optional.add(f"group.{g}.initial_lr")
+        per_param = set(self._buffer_names) | set(self._counter_names)
+        states: list[dict[str, Any]] = [{} for _ in self.params]
+        for key in state:
+            index, dot, name = key.removeprefix("state.").partition(".")
+            if key.startswith("state.") and dot and name in per_param and index.isdigit() \
+                    and int(index) < len(self.params):
+                states[int(index)][name] = state[key]
+                expected.add(key)
+        checks.state_keys(owner, {k: None for k in state if k not in optional}, expected)
+        if int(state["num_params"]) != len(self.params):
+            raise ValueError(f"{owner}.load_state_dict: num_params got {int(state['num_params'])};"
+                             f" expected {len(self.params)}")
+        return states
+
+    def _load_param_state(self, where: str, i: int, entries: dict[str, Any]) -> None:
+        """Step 2: parameter i's buffers (finite, its shape, its compute dtype: copied) and
+        counters (integers >= 1), all or none of them, checked and converted in place."""
+        p = self.params[i]
+        per_param = set(self._buffer_names) | set(self._counter_names)
+        if entries and set(entries) != per_param:
+            raise checks.StateDictKeyError(
+                f"{where}: parameter {i} has state {sorted(entries)}; expected all of "
+                f"{sorted(per_param)} or none")
+        compute = self._compute_dtype(p.data.dtype)
+        for name in self._buffer_names:
+            if name not in entries:
+                continue
+            value = np.asarray(entries[name])
+            # a float16 parameter's state written before it was kept in float32 converts
+            if value.shape != p.data.shape or value.dtype not in (compute, p.data.dtype):
+                raise ValueError(f"{where}: state.{i}.{name} got shape {value.shape} dtype "
+                                 f"{value.dtype}; expected shape {p.data.shape} dtype {compute}")
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{where}: state.{i}.{name} holds a NaN or inf; expected "
+                                 "finite numbers")
+            self._check_buffer(f"{where}: state.{i}.{name}", name, value)
+            entries[name] = value.astype(compute, copy=True)
+        for name in self._counter_names:
+            if name in entries:
+                entries[name] = _counter(f"{where}: state.{i}.{name}", entries[name], low=1)
+
+    def _load_hyperparameters(self, state: Mapping[str, Any],
+                              grouped: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Step 3: the top-level hyperparameters and each group's values, checked as the
+        constructor checks them (a state without groups gives every group the top values)."""
+        owner = f"{type(self).__name__}.load_state_dict"
+        def read(name: str, key: str) -> Any:
+            raw = self._hyperparameter_from_array(name, np.asarray(state[key]))
+            if name in GROUP_LR_KEYS:
+                return nonneg(f"{key}", raw)
+            return self._checked(name, raw)
+        hyper = {name: read(name, name) for name in self._hyperparameters}
+        groups = [{name: hyper[name] for name in self._group_names()}
+                  for _ in self.param_groups]
+        if not grouped:
+            return hyper, groups
+        for g, (group, values) in enumerate(zip(self.param_groups, groups)):
+            size = int(state[f"group.{g}.size"])
+            if size != len(group["params"]):
+                raise ValueError(f"{owner}: group.{g}.size got {size}; "
+                                 f"expected {len(group['params'])}")
+            keys = self._group_names() + [k for k in GROUP_LR_KEYS
+                                          if "lr" in group and f"group.{g}.{k}" in state]
+            for name in keys:
+                values[name] = read(name, f"group.{g}.{name}")
+        return hyper, groups
+
+    def _hyperparameter_from_array(self, name: str, value: np.ndarray) -> Any:
+        current = getattr(self, name, None)
+        if isinstance(current, bool):
+            return bool(value)
+        if isinstance(current, tuple):
+            if value.shape != (len(current),):
+                raise ValueError(f"{type(self).__name__}.load_state_dict: {name} got shape "
+                                 f"{value.shape}; expected ({len(current)},)")
+            return tuple(float(v) for v in value)
+        return float(value)
