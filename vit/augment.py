@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from minigrad import checks
+
 __all__ = ["affine", "random_affine_params", "random_affine"]
 
 
@@ -87,13 +89,11 @@ def affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray, fill=0.0) -> n
 
 
 def _range(name: str, value, low: float, high: float, closed: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: got {type(value).__name__} {value!r}; expected a number")
-    ok = math.isfinite(value) and low <= value and (value <= high if closed else value < high)
-    if not ok:
-        raise ValueError(f"{name}: got {value!r}; expected a number in [{low:g}, {high:g}"
-                         f"{']' if closed else ')'}")
-    return float(value)
+    try:
+        return checks.real(name, value, low=low, high=high, high_open=not closed)
+    except TypeError:  # the same rule, naming the type that was passed (a str, a bool)
+        raise TypeError(f"{name}: got {type(value).__name__} {value!r}; expected a number") \
+            from None
 
 
 def random_affine_params(n: int, size: tuple[int, int], rng: np.random.Generator,
@@ -105,8 +105,7 @@ def random_affine_params(n: int, size: tuple[int, int], rng: np.random.Generator
     factor uniform in [1 - scale, 1 + scale] and moved by (dy, dx), each uniform in
     [-translate, translate] pixels: ``out(p) = in(centre + R(-angle) (p - centre - t) / zoom)``.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: got {n!r}; expected an integer >= 1")
+    n = checks.positive_int("n", n)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: got {type(rng).__name__}; expected a numpy.random.Generator")
     rotate = _range("rotate", rotate, 0.0, 180.0)
