@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from minigrad.heap import keep_heap
+from minigrad.parallel import blas_threads  # the one owner of BLAS threads
 
 from .model import MAX_PARAMETERS, limits
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
@@ -378,13 +379,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _blas_threads(n: int):
-    """BLAS threads outside minigrad's kernels (which run BLAS on one thread themselves):
-    minigrad.parallel owns the count, so the two limits cannot undo each other."""
-    from minigrad.parallel import blas_threads
-    return blas_threads(n)
-
-
 def _out_of_memory(e: MemoryError) -> str:
     """One line for a MemoryError: what could not be allocated, when NumPy says."""
     shape, dtype = getattr(e, "shape", None), getattr(e, "dtype", None)
@@ -403,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"vit {args.command}: error: "
     keep_heap()  # a step's arrays reuse the process's pages instead of faulting in new ones
     try:
-        with _blas_threads(args.threads), limits(max_parameters=args.max_parameters):
+        with blas_threads(args.threads), limits(max_parameters=args.max_parameters):
             return args.func(args)
     except (ValueError, FileNotFoundError, ImportError) as e:
         print(prefix + " ".join(str(e).split()), file=sys.stderr)
