@@ -7,7 +7,8 @@ pixels to input coordinates, ``src = matrix @ (row, col) + offset`` (the convent
 (``mode="grid-constant"`` in SciPy's terms), so a pixel straddling the border blends into it.
 
 :func:`affine` applies given transforms; :func:`random_affine_params` draws them;
-:func:`random_affine` does both (the training option ``--rotate/--scale/--translate``).
+:func:`random_affine` does both (the training option ``--rotate/--scale/--translate``);
+:func:`random_shift` is the whole-pixel translation of ``--shift`` (edges replicated).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from minigrad import checks
 
-__all__ = ["affine", "random_affine_params", "random_affine"]
+__all__ = ["affine", "random_affine_params", "random_affine", "random_shift"]
 
 
 def _batch(x) -> np.ndarray:
@@ -130,3 +131,14 @@ def random_affine(x: np.ndarray, rng: np.random.Generator, rotate: float = 0.0,
     matrix, offset = random_affine_params(len(x), x.shape[2:], rng, rotate=rotate, scale=scale,
                                           translate=translate)
     return affine(x, matrix, offset, fill=fill)
+
+
+def random_shift(x: np.ndarray, pixels: int, rng: np.random.Generator) -> np.ndarray:
+    """Translate each image by (dy, dx), each uniform in [-pixels, pixels], replicating the
+    edge rows and columns into the space uncovered."""
+    B, _, H, W = x.shape
+    dy, dx = rng.integers(-pixels, pixels + 1, size=(2, B))
+    rows = np.clip(np.arange(H) - dy[:, None], 0, H - 1)  # (B, H)
+    cols = np.clip(np.arange(W) - dx[:, None], 0, W - 1)  # (B, W)
+    out = x[np.arange(B)[:, None, None], :, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
