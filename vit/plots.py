@@ -104,8 +104,10 @@ def curves_figure(rows: list[dict]) -> Any:
         ax_acc.set(xlabel="epoch", ylabel="accuracy (%)",
                    title=f"accuracy (final test {100 * rows[-1]['test_acc']:.1f}%, "
                          f"best {100 * best:.1f}%)")
-        # the last three quarters decide the range, so the end of a long run is readable
-        late = [r[k] for r in rows[len(rows) // 4:] for k in ("train_acc", "test_acc")]
+        # a long run's last three quarters decide the range, so its end is readable; a short
+        # run shows every point
+        shown = rows[len(rows) // 4:] if len(rows) > MARKERS_UP_TO else rows
+        late = [r[k] for r in shown for k in ("train_acc", "test_acc")]
         ax_acc.set_ylim(max(0.0, 100 * min(late) - 5), 100.5)
         for ax in (ax_loss, ax_acc):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))

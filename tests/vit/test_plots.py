@@ -174,3 +174,13 @@ def test_vit_plot_after_a_torn_last_line_still_draws_the_complete_epoch(one_epoc
     status, _, err = cli(["plot", run, "--out", tmp_path / "figs"], capsys)
     assert status == 0 and "incomplete" in err
     assert (tmp_path / "figs" / "curves.png").stat().st_size > 10_000
+
+
+def test_a_short_run_shows_every_accuracy_point():
+    short = rows(8)
+    short[0]["train_acc"] = 0.05  # a first epoch far below the rest
+    fig = curves_figure(short)
+    acc = fig.axes[1]
+    lo, hi = acc.get_ylim()
+    for line in acc.get_lines():
+        assert all(lo <= y <= hi for y in line.get_ydata()), (lo, hi, line.get_ydata())
