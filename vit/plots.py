@@ -84,7 +84,8 @@ def curves_figure(rows: list[dict]) -> Any:
     epochs = [r["epoch"] for r in rows]
     marker = "o" if len(rows) <= MARKERS_UP_TO else None
     with plt.rc_context(STYLE):
-        fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
+        fig = _figure(figsize=(9, 3.6))
+        ax_loss, ax_acc = fig.subplots(1, 2)
         for split, style in (("train", "-"), ("test", "--")):
             label = "train (augmented batches)" if split == "train" else split
             ax_loss.plot(epochs, [r[f"{split}_loss"] for r in rows], style, marker=marker,
@@ -137,7 +138,8 @@ def confusion_figure(matrix: np.ndarray, title: str = "") -> Any:
     share = 100 * matrix / np.maximum(rows, 1)
     side = min(max(0.45 * k + 2.0, 4.0), 12.0)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(side + 1.0, side), layout="constrained")
+        fig = _figure(figsize=(side + 1.0, side))
+        ax = fig.subplots()
         image = ax.imshow(share, cmap="Blues", vmin=0, vmax=100)
         if k <= 30:  # beyond, the numbers would not fit their cells
             for (i, j), count in np.ndenumerate(matrix):
@@ -164,8 +166,8 @@ def attention_figure(images: np.ndarray, maps: np.ndarray, labels: np.ndarray,
     grids = maps.mean(axis=1)  # (n, H/P, W/P)
     top = max(float(grids.max()), 1e-9)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(2, n, figsize=(1.5 * n + 1.4, 4.2), squeeze=False,
-                                 layout="constrained")
+        fig = _figure(figsize=(1.5 * n + 1.4, 4.2))
+        axes = fig.subplots(2, n, squeeze=False)
         for i in range(n):
             axes[0, i].imshow(images[i].mean(axis=0), cmap="gray")
             wrong = labels[i] != preds[i]
@@ -194,16 +196,17 @@ def attention_figure(images: np.ndarray, maps: np.ndarray, labels: np.ndarray,
         return fig
 
 
+def _figure(figsize: tuple[float, float]) -> Any:
+    """A Figure outside pyplot's registry (nothing to close, nothing kept after it is
+    dropped), laid out by matplotlib's constrained layout (room for the colour bars)."""
+    from matplotlib.figure import Figure
+    return Figure(figsize=figsize, layout="constrained")
+
+
 def _save(fig: Any, path: str | os.PathLike) -> Path:
     """Draw ``fig`` into a temporary file beside ``path`` and rename it over ``path``
     (vit.atomic: a symlink at ``path`` is replaced, never followed). The format is the
     suffix's (PNG without one)."""
-    import matplotlib.pyplot as plt
-    try:
-        fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
-        if fig.get_layout_engine() is None:
-            fig.tight_layout()
-        write_atomic(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI))
-    finally:
-        plt.close(fig)
+    fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
+    write_atomic(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI))
     return Path(path)

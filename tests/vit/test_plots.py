@@ -25,7 +25,7 @@ def rows(n: int) -> list[dict]:
 
 
 def drawn(fig):
-    fig.canvas.draw()  # tick labels exist only once drawn
+    fig.draw_without_rendering()  # tick labels exist only once drawn
     return fig
 
 
@@ -184,3 +184,12 @@ def test_a_short_run_shows_every_accuracy_point():
     lo, hi = acc.get_ylim()
     for line in acc.get_lines():
         assert all(lo <= y <= hi for y in line.get_ydata()), (lo, hi, line.get_ydata())
+
+
+def test_plotting_leaves_no_figure_open_in_pyplot(tmp_path):
+    import matplotlib.pyplot as plt
+    before = plt.get_fignums()
+    plot_curves(rows(3), tmp_path / "c.png")
+    plot_confusion(np.eye(2, dtype=int), tmp_path / "m.png")
+    curves_figure(rows(2))
+    assert plt.get_fignums() == before
