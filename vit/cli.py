@@ -18,6 +18,7 @@ from minigrad.parallel import blas_threads  # the one owner of BLAS threads
 
 from .cli_args import degrees, fraction, natural, nonnegative, positive, positive_int, seed_list
 from .model import MAX_PARAMETERS, limits
+from .plots import DPI, FORMATS  # (matplotlib itself is imported only to draw)
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
 
 __all__ = ["main", "build_parser"]
@@ -147,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--images", type=positive_int, default=6, help="attention maps to draw")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where to write the figures (default RUN_DIR)")
-    p.add_argument("--format", choices=["png", "pdf", "svg"], default="png",
-                   help="png (200 dpi, the default) or a vector format")
+    p.add_argument("--format", choices=FORMATS, default="png",
+                   help=f"png ({DPI} dpi, the default) or a vector format")
     p.set_defaults(func=cmd_plot)
 
     g = sub.add_parser("gradcheck", help="check every parameter's gradient in float64")
