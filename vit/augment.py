@@ -7,7 +7,8 @@ pixels to input coordinates, ``src = matrix @ (row, col) + offset`` (the convent
 (``mode="grid-constant"`` in SciPy's terms), so a pixel straddling the border blends into it.
 
 :func:`affine` applies given transforms; :func:`random_affine_params` draws them;
-:func:`random_affine` does both (the training option ``--rotate/--scale/--translate``).
+:func:`random_affine` does both (the training option ``--rotate/--scale/--translate``);
+:func:`random_shift` is the whole-pixel translation of ``--shift`` (edges replicated).
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import math
 
 import numpy as np
 
-__all__ = ["affine", "random_affine_params", "random_affine"]
+from minigrad import checks
+
+__all__ = ["affine", "random_affine_params", "random_affine", "random_shift"]
 
 
 def _batch(x) -> np.ndarray:
@@ -87,13 +90,11 @@ def affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray, fill=0.0) -> n
 
 
 def _range(name: str, value, low: float, high: float, closed: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: got {type(value).__name__} {value!r}; expected a number")
-    ok = math.isfinite(value) and low <= value and (value <= high if closed else value < high)
-    if not ok:
-        raise ValueError(f"{name}: got {value!r}; expected a number in [{low:g}, {high:g}"
-                         f"{']' if closed else ')'}")
-    return float(value)
+    try:
+        return checks.real(name, value, low=low, high=high, high_open=not closed)
+    except TypeError:  # the same rule, naming the type that was passed (a str, a bool)
+        raise TypeError(f"{name}: got {type(value).__name__} {value!r}; expected a number") \
+            from None
 
 
 def random_affine_params(n: int, size: tuple[int, int], rng: np.random.Generator,
@@ -105,8 +106,7 @@ def random_affine_params(n: int, size: tuple[int, int], rng: np.random.Generator
     factor uniform in [1 - scale, 1 + scale] and moved by (dy, dx), each uniform in
     [-translate, translate] pixels: ``out(p) = in(centre + R(-angle) (p - centre - t) / zoom)``.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: got {n!r}; expected an integer >= 1")
+    n = checks.positive_int("n", n)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: got {type(rng).__name__}; expected a numpy.random.Generator")
     rotate = _range("rotate", rotate, 0.0, 180.0)
@@ -131,3 +131,14 @@ def random_affine(x: np.ndarray, rng: np.random.Generator, rotate: float = 0.0,
     matrix, offset = random_affine_params(len(x), x.shape[2:], rng, rotate=rotate, scale=scale,
                                           translate=translate)
     return affine(x, matrix, offset, fill=fill)
+
+
+def random_shift(x: np.ndarray, pixels: int, rng: np.random.Generator) -> np.ndarray:
+    """Translate each image by (dy, dx), each uniform in [-pixels, pixels], replicating the
+    edge rows and columns into the space uncovered."""
+    B, _, H, W = x.shape
+    dy, dx = rng.integers(-pixels, pixels + 1, size=(2, B))
+    rows = np.clip(np.arange(H) - dy[:, None], 0, H - 1)  # (B, H)
+    cols = np.clip(np.arange(W) - dx[:, None], 0, W - 1)  # (B, W)
+    out = x[np.arange(B)[:, None, None], :, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))

@@ -9,54 +9,21 @@ import argparse
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from minigrad.heap import keep_heap
+from minigrad.parallel import blas_threads  # the one owner of BLAS threads
 
+from .cli_args import degrees, fraction, natural, nonnegative, positive, positive_int, seed_list
 from .model import MAX_PARAMETERS, limits
+from .plots import DPI, FORMATS  # (matplotlib itself is imported only to draw)
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
 
 __all__ = ["main", "build_parser"]
 
 DEFAULTS = TrainOptions()
-
-
-def _number(kind: type, test: Callable[[float], bool], expected: str) -> Callable[[str], float]:
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"got {text!r}; expected {expected}") from None
-        if not (np.isfinite(value) and test(value)):
-            raise argparse.ArgumentTypeError(f"got {text}; expected {expected}")
-        return value
-    parse.__name__ = expected  # argparse names the type in some messages
-    return parse
-
-
-positive_int = _number(int, lambda v: v > 0, "a positive integer")
-natural = _number(int, lambda v: v >= 0, "an integer >= 0")
-positive = _number(float, lambda v: v > 0, "a positive number")
-nonnegative = _number(float, lambda v: v >= 0, "a number >= 0")
-fraction = _number(float, lambda v: 0 <= v < 1, "a number in [0, 1)")
-
-
-def seed_list(text: str) -> list[int]:
-    """``0,1,2`` -> [0, 1, 2]: distinct integers >= 0, at most 100."""
-    try:
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds) or len(seeds) > 100:
-        raise argparse.ArgumentTypeError(f"got {text!r}; expected distinct integers >= 0 "
-                                         "separated by commas, e.g. 0,1,2 (at most 100)")
-    return seeds
-
-
-seed_list.__name__ = "comma-separated seeds"
-degrees = _number(float, lambda v: 0 <= v <= 180, "a number of degrees in [0, 180]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -176,11 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evaluate on this data's test split (default: the run's data)")
     e.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("plot", help="PNG figures of a run: curves, confusion, CLS attention")
+    p = sub.add_parser("plot", help="figures of a run: curves, confusion, CLS attention")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--images", type=positive_int, default=6, help="attention maps to draw")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where to write the figures (default RUN_DIR)")
+    p.add_argument("--format", choices=FORMATS, default="png",
+                   help=f"png ({DPI} dpi, the default) or a vector format")
     p.set_defaults(func=cmd_plot)
 
     g = sub.add_parser("gradcheck", help="check every parameter's gradient in float64")
@@ -296,7 +265,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .attention_maps import cls_attention
+    from .attention_maps import cls_attention, cls_self_attention
     from .checkpoint import load_checkpoint
     from .plots import confusion_matrix, plot_attention, plot_confusion, plot_curves
     from .plots import require_matplotlib
@@ -316,12 +285,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     out = args.out or run
     out.mkdir(parents=True, exist_ok=True)
     pick = np.linspace(0, len(x) - 1, min(args.images, len(x))).astype(int)
+    fmt = args.format
     written = [
-        plot_curves(rows, out / "curves.png"),
-        plot_confusion(confusion_matrix(y, pred, data.num_classes), out / "confusion.png",
+        plot_curves(rows, out / f"curves.{fmt}"),
+        plot_confusion(confusion_matrix(y, pred, data.num_classes), out / f"confusion.{fmt}",
                        f"test confusion, epoch {ck.epoch} ({100 * acc:.1f}%)"),
         plot_attention(data.x_test[pick], cls_attention(ck.model, x[pick]), y[pick], pred[pick],
-                       out / "attention.png"),
+                       out / f"attention.{fmt}", cls_self_attention(ck.model, x[pick])),
     ]
     for path in written:
         print(f"wrote {path}")
@@ -381,13 +351,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _blas_threads(n: int):
-    """BLAS threads outside minigrad's kernels (which run BLAS on one thread themselves):
-    minigrad.parallel owns the count, so the two limits cannot undo each other."""
-    from minigrad.parallel import blas_threads
-    return blas_threads(n)
-
-
 def _out_of_memory(e: MemoryError) -> str:
     """One line for a MemoryError: what could not be allocated, when NumPy says."""
     shape, dtype = getattr(e, "shape", None), getattr(e, "dtype", None)
@@ -406,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"vit {args.command}: error: "
     keep_heap()  # a step's arrays reuse the process's pages instead of faulting in new ones
     try:
-        with _blas_threads(args.threads), limits(max_parameters=args.max_parameters):
+        with blas_threads(args.threads), limits(max_parameters=args.max_parameters):
             return args.func(args)
     except (ValueError, FileNotFoundError, ImportError) as e:
         print(prefix + " ".join(str(e).split()), file=sys.stderr)

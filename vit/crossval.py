@@ -24,6 +24,8 @@ from typing import Callable
 import numpy as np
 from tqdm import tqdm
 
+from minigrad import checks
+
 from .data import Dataset
 from .atomic import write_atomic
 from .npz import load_npz, save_npz_atomic
@@ -45,8 +47,7 @@ def stratified_folds(y: np.ndarray, k: int, seed: int = FOLD_SEED) -> np.ndarray
     if y.ndim != 1 or y.dtype.kind not in "iu":
         raise ValueError(f"stratified_folds y: got dtype {y.dtype} shape {y.shape}; expected "
                          "integer labels of shape (N,)")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
-        raise ValueError(f"--folds: got {k!r}; expected an integer >= 2")
+    k = checks.integer("--folds", k, low=2)
     if len(y) < k:
         raise ValueError(f"--folds {k}: only {len(y)} examples; expected at least one per fold")
     rng = np.random.default_rng(seed)
@@ -78,11 +79,10 @@ def fold_dataset(x: np.ndarray, y: np.ndarray, fold: np.ndarray, i: int,
 
 
 def _seeds(seeds) -> list[int]:
-    seeds = list(seeds)
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0
-                        for s in seeds) or len(set(seeds)) != len(seeds):
+    seeds = [checks.integer("--seeds", s, low=0) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds: got {seeds!r}; expected distinct integers >= 0")
-    return [int(s) for s in seeds]
+    return seeds
 
 
 def summarize(acc: dict[int, list[float]]) -> dict:

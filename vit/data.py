@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minigrad import checks
+
 from .files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into
 from .normalizer import (MAX_MEAN, STD_FLOOR, Normalizer, all_finite,  # re-exported
                          check_statistics)
@@ -73,9 +75,7 @@ class Dataset:
 
 
 def _count(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name}: got {value!r}; expected an integer >= {low}")
-    return int(value)
+    return checks.integer(name, value, low=low)
 
 
 def _path(path, where: str) -> Path:
@@ -94,10 +94,8 @@ def stratified_split(y: np.ndarray, test_fraction: float = TEST_FRACTION,
     if y.ndim != 1 or y.dtype.kind not in "iu":
         raise ValueError(f"stratified_split y: got dtype {y.dtype} shape {y.shape}; expected "
                          "integer labels of shape (N,)")
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
-            or not 0 < test_fraction < 1:
-        raise ValueError(f"stratified_split test_fraction: got {test_fraction!r}; expected a "
-                         "number strictly between 0 and 1")
+    test_fraction = checks.real("test_fraction", test_fraction, low=0, high=1, low_open=True,
+                                high_open=True, owner="stratified_split")
     rng = np.random.default_rng(seed)
     test = []
     for c in np.unique(y):
@@ -363,9 +361,7 @@ def position_task(n_train: int = 1024, n_test: int = 512, img_size: int = 8,
                                                                         n_test)
     img_size = _count("position_task img_size", img_size)
     patch_size = _count("position_task patch_size", patch_size)
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) \
-            or not (np.isfinite(noise) and noise >= 0):
-        raise ValueError(f"position_task noise: got {noise!r}; expected a finite number >= 0")
+    noise = checks.real("noise", noise, low=0, owner="position_task")
     if img_size % patch_size:
         raise ValueError(f"position task: patch size {patch_size} does not divide {img_size}; "
                          "expected a divisor of img_size")

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from minigrad import checks
 from minigrad.functional import cross_entropy
 
 __all__ = ["cross_entropy", "one_hot", "mixup", "Mixed"]
@@ -30,9 +31,7 @@ def one_hot(y, num_classes: int, dtype=np.float64) -> np.ndarray:
 
 
 def _num_classes(owner: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{owner} num_classes: got {value!r}; expected a positive integer")
-    return int(value)
+    return checks.positive_int("num_classes", value, owner=owner)
 
 
 class Mixed(NamedTuple):
@@ -59,9 +58,8 @@ def mixup(x, y, num_classes: int, *, alpha: float = 0.2, lam: float | None = Non
     if rng is not None and not isinstance(rng, np.random.Generator):
         raise TypeError(f"mixup rng: got {type(rng).__name__}; expected a np.random.Generator "
                         "(np.random.default_rng(seed)) or None")
-    if lam is not None and (isinstance(lam, bool)
-                            or not isinstance(lam, (int, float, np.integer, np.floating))):
-        raise TypeError(f"mixup lam: got {lam!r}; expected a number in [0, 1] or None")
+    if lam is not None:
+        lam = checks.real("lam", lam, low=0, high=1, owner="mixup")
     x = np.asarray(x)
     y = np.asarray(y)
     if x.ndim < 1 or x.shape[0] == 0 or x.dtype.kind != "f":
@@ -77,15 +75,11 @@ def mixup(x, y, num_classes: int, *, alpha: float = 0.2, lam: float | None = Non
     else:
         raise ValueError(f"mixup y: got dtype {y.dtype} shape {y.shape}; expected integer labels "
                          f"({B},) or soft targets ({B}, {num_classes})")
-    if (isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating))
-            or not (alpha > 0 and np.isfinite(alpha))):
-        raise ValueError(f"mixup alpha: got {alpha!r}; expected a positive finite number")
+    alpha = checks.real("alpha", alpha, low=0, low_open=True, owner="mixup")
     if rng is None:
         rng = np.random.default_rng()
     if lam is None:
         lam = float(rng.beta(alpha, alpha))
-    elif not 0.0 <= lam <= 1.0:
-        raise ValueError(f"mixup lam: got {lam!r}; expected a number in [0, 1]")
     index = np.arange(B)[::-1].copy() if flip else rng.permutation(B)
     lam_x = x.dtype.type(lam)
     x_mixed = lam_x * x + (1 - lam_x) * x[index]

@@ -8,6 +8,7 @@ import os
 import struct
 import zipfile
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -130,6 +131,17 @@ def json_entry(value, what: str):
                          "JSON text") from None
 
 
+class _Member(NamedTuple):
+    """One checked member of an archive: where its data starts and what it declares."""
+
+    info: zipfile.ZipInfo
+    shape: tuple
+    fortran: bool
+    dtype: np.dtype
+    header: int  # bytes of .npy header before the data
+    nbytes: int
+
+
 def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
@@ -145,72 +157,13 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     where = fspath(path, "load path")
     try:
         with open_regular(where, ".npz file") as f:
-            head = f.read(6)
-            if head.startswith(_NPY_MAGIC):
-                raise ValueError(f"{where}: a single .npy array; expected an .npz archive")
-            if head[:4] not in _ZIP_MAGIC:
-                # never echo the bytes: the file may be any readable file (/etc/shadow)
-                what = "an empty file" if not head else "it does not start with a zip header"
-                raise ValueError(f"{where}: not an .npz archive ({what}); expected a zip "
-                                 "archive of .npy arrays as np.savez writes")
+            _check_zip_magic(f.read(6), where)
             limit = decoded_limit(os.fstat(f.fileno()).st_size, max_bytes)
             f.seek(0)
             with zipfile.ZipFile(f) as zf:
-                infos = zf.infolist()
-                if len(infos) > MAX_NPZ_MEMBERS:
-                    raise ValueError(f"{where}: {len(infos)} members; expected at most "
-                                     f"{MAX_NPZ_MEMBERS}")
-                plan, total, names = [], 0, set()
-                for info in infos:
-                    name = info.filename
-                    if not name.endswith(".npy"):
-                        raise ValueError(f"{where}: member {name!r} is not an .npy "
-                                         "array; expected only .npy members")
-                    if name in names:
-                        raise ValueError(f"{where}: member {name!r} appears twice; expected "
-                                         "each name once")
-                    names.add(name)
-                    with zf.open(info) as fp:
-                        shape, fortran, dtype, header = _member_header(fp, name, where)
-                    _check_member_dtype(dtype, shape, name, where)
-                    count, span = 1, dtype.itemsize
-                    for n in shape:
-                        count *= n
-                        span *= max(n, 1)  # an empty shape too big for any array is refused
-                    nbytes = count * dtype.itemsize  # itemsize >= 1: bounds the count too
-                    total += nbytes
-                    if total > limit or span > limit:
-                        raise ValueError(
-                            f"{where}: member {name!r} declares shape {shape} of "
-                            f"{dtype} ({nbytes:,} bytes); expected at most {limit:,} bytes "
-                            "of arrays in one file (a corrupt or hostile header)")
-                    held = info.file_size - header
-                    if held != nbytes:
-                        problem = "truncated or corrupt" if held < nbytes else \
-                            f"{held - nbytes:,} bytes follow the data"
-                        raise ValueError(
-                            f"{where}: member {name!r} declares shape {shape} of "
-                            f"{dtype} ({nbytes:,} bytes) but holds {held:,} bytes of data "
-                            f"({problem}); expected exactly the declared bytes")
-                    plan.append((info, shape, fortran, dtype, header, nbytes, count))
-                arrays = {}
-                for info, shape, fortran, dtype, header, nbytes, count in plan:
-                    with zf.open(info) as fp:
-                        fp.read(header)
-                        data = np.empty(nbytes, np.uint8)
-                        got = read_into(fp, memoryview(data))
-                        if got < nbytes:
-                            raise ValueError(f"{where}: member {info.filename!r} ends after "
-                                             f"{got:,} of its {nbytes:,} data bytes; expected "
-                                             "them all (truncated or corrupt)")
-                        if fp.read(1):  # also the end of the member: the zip's CRC check
-                            raise ValueError(f"{where}: member {info.filename!r} holds more "
-                                             "than its declared data; expected exactly the "
-                                             "declared bytes")
-                    array = data.view(dtype)
-                    array = array.reshape(shape, order="F" if fortran else "C")
-                    arrays[info.filename[:-len(".npy")]] = array
-                return arrays
+                plan = _plan_members(zf, where, limit)  # every header checked first
+                return {m.info.filename[:-len(".npy")]: _read_member(zf, m, where)
+                        for m in plan}
     except FileNotFoundError:
         raise
     except ValueError as e:
@@ -220,3 +173,70 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, KeyError,
             NotImplementedError, zlib.error) as e:
         raise ValueError(f"{where}: not a readable .npz, truncated or corrupt ({e})") from None
+
+
+def _check_zip_magic(head: bytes, where: str) -> None:
+    if head.startswith(_NPY_MAGIC):
+        raise ValueError(f"{where}: a single .npy array; expected an .npz archive")
+    if head[:4] not in _ZIP_MAGIC:
+        # never echo the bytes: the file may be any readable file (/etc/shadow)
+        what = "an empty file" if not head else "it does not start with a zip header"
+        raise ValueError(f"{where}: not an .npz archive ({what}); expected a zip "
+                         "archive of .npy arrays as np.savez writes")
+
+
+def _plan_members(zf: zipfile.ZipFile, where: str, limit: int) -> list[_Member]:
+    """Every member's header read and checked (names, dtypes, declared against held bytes,
+    the running total against ``limit``) before any member's data is allocated."""
+    infos = zf.infolist()
+    if len(infos) > MAX_NPZ_MEMBERS:
+        raise ValueError(f"{where}: {len(infos)} members; expected at most {MAX_NPZ_MEMBERS}")
+    plan, total, names = [], 0, set()
+    for info in infos:
+        name = info.filename
+        if not name.endswith(".npy"):
+            raise ValueError(f"{where}: member {name!r} is not an .npy array; expected only "
+                             ".npy members")
+        if name in names:
+            raise ValueError(f"{where}: member {name!r} appears twice; expected each name once")
+        names.add(name)
+        with zf.open(info) as fp:
+            shape, fortran, dtype, header = _member_header(fp, name, where)
+        _check_member_dtype(dtype, shape, name, where)
+        count, span = 1, dtype.itemsize
+        for n in shape:
+            count *= n
+            span *= max(n, 1)  # an empty shape too big for any array is refused
+        nbytes = count * dtype.itemsize  # itemsize >= 1: bounds the count too
+        total += nbytes
+        if total > limit or span > limit:
+            raise ValueError(
+                f"{where}: member {name!r} declares shape {shape} of {dtype} ({nbytes:,} "
+                f"bytes); expected at most {limit:,} bytes of arrays in one file (a corrupt "
+                "or hostile header)")
+        held = info.file_size - header
+        if held != nbytes:
+            problem = "truncated or corrupt" if held < nbytes else \
+                f"{held - nbytes:,} bytes follow the data"
+            raise ValueError(
+                f"{where}: member {name!r} declares shape {shape} of {dtype} ({nbytes:,} "
+                f"bytes) but holds {held:,} bytes of data ({problem}); expected exactly the "
+                "declared bytes")
+        plan.append(_Member(info, shape, fortran, dtype, header, nbytes))
+    return plan
+
+
+def _read_member(zf: zipfile.ZipFile, m: _Member, where: str) -> np.ndarray:
+    """A planned member inflated in chunks into an array of exactly its declared bytes."""
+    with zf.open(m.info) as fp:
+        fp.read(m.header)
+        data = np.empty(m.nbytes, np.uint8)
+        got = read_into(fp, memoryview(data))
+        if got < m.nbytes:
+            raise ValueError(f"{where}: member {m.info.filename!r} ends after {got:,} of its "
+                             f"{m.nbytes:,} data bytes; expected them all (truncated or "
+                             "corrupt)")
+        if fp.read(1):  # also the end of the member: the zip's CRC check
+            raise ValueError(f"{where}: member {m.info.filename!r} holds more than its "
+                             "declared data; expected exactly the declared bytes")
+    return data.view(m.dtype).reshape(m.shape, order="F" if m.fortran else "C")

@@ -16,8 +16,9 @@ import socket
 import stat
 import time
 from pathlib import Path
+from typing import Callable
 
-from .atomic import TEMP_PREFIX
+from .atomic import TEMP_PREFIX, write_atomic
 from .files import is_finite_real, shorten
 
 try:
@@ -26,7 +27,7 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
 __all__ = ["LOCK", "RunLock", "RunFolderBusy", "remove_stale_temps", "read_metrics",
-           "check_metrics_row", "METRIC_FIELDS"]
+           "check_metrics_row", "METRIC_FIELDS", "open_run_folder", "keep_metrics_until"]
 
 #: The lock file inside a run folder.
 LOCK = ".run.lock"
@@ -258,3 +259,43 @@ def read_metrics(path: str | os.PathLike, note=None) -> list[dict]:
                                  f"{{epoch, {', '.join(METRIC_FIELDS)}}} as `vit train` "
                                  "writes; nothing was changed")
             rows.append(row)
+
+
+def open_run_folder(out: Path, checkpoint: str, resume: bool, overwrite: bool = False) -> RunLock:
+    """Create ``out`` and take its lock (proving it writable) before anything is written;
+    refuse a folder another live run holds, and refuse to clobber a finished run (one with
+    ``out/checkpoint``). Returns the held lock; only its holder removes the temporary files a
+    killed run left."""
+    if out.exists() and not out.is_dir():
+        kind = "a file" if out.is_file() else "not a folder"
+        raise ValueError(f"--out {out}: is {kind}, not a writable folder; expected a folder "
+                         "(a run folder to create or one holding a run)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+    lock = RunLock(out).acquire()
+    try:
+        has_run = (out / checkpoint).exists()
+        if resume and not has_run:
+            raise ValueError(f"--resume: {out / checkpoint} does not exist; nothing to resume")
+        if has_run and not (resume or overwrite):
+            raise ValueError(f"--out {out} already holds a run; pass --resume to continue it "
+                             "or --overwrite to start again")
+        remove_stale_temps(out, before=lock.since)  # writes killed midway, by earlier runs
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def keep_metrics_until(path: Path, epochs: int, log: Callable[[str], None]) -> None:
+    """Drop records of epochs after the checkpoint's (they are about to be redone), saying
+    so; a log that cannot be read in full is refused before anything is rewritten."""
+    rows = read_metrics(path, note=log) if os.path.lexists(path) else []
+    later = [r["epoch"] for r in rows if r["epoch"] > epochs]
+    if later:
+        log(f"{path}: the rows of epochs {later[0]}..{later[-1]} come after the checkpoint's "
+            f"epoch {epochs}; dropped, to be redone")
+    text = "".join(json.dumps(r) + "\n" for r in rows if r["epoch"] <= epochs)
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))

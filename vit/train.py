@@ -22,7 +22,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from tqdm import tqdm
@@ -32,13 +32,13 @@ from minigrad import F, Tensor
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
 from .atomic import append_line, open_append_nofollow, write_atomic
-from .augment import random_affine
+from .augment import random_affine, random_shift
 from .checkpoint import check_progress, load_checkpoint, save_checkpoint
 from .files import is_finite_real, shorten
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
 from .model import TinyViT, current_limits, parameter_count
-from .runfolder import MAX_EPOCH, RunLock, read_metrics, remove_stale_temps
+from .runfolder import MAX_EPOCH, keep_metrics_until, open_run_folder, read_metrics
 
 __all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
            "build_model", "decay_groups", "build_optimizer", "evaluate",
@@ -269,17 +269,6 @@ def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
     return total / len(x), float(np.mean(pred == y)), pred
 
 
-def random_shift(x: np.ndarray, pixels: int, rng: np.random.Generator) -> np.ndarray:
-    """Translate each image by (dy, dx), each uniform in [-pixels, pixels], replicating the
-    edge rows and columns into the space uncovered."""
-    B, _, H, W = x.shape
-    dy, dx = rng.integers(-pixels, pixels + 1, size=(2, B))
-    rows = np.clip(np.arange(H) - dy[:, None], 0, H - 1)  # (B, H)
-    cols = np.clip(np.arange(W) - dx[:, None], 0, W - 1)  # (B, W)
-    out = x[np.arange(B)[:, None, None], :, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
-
-
 def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np.ndarray,
                 num_classes: int, rng: np.random.Generator,
                 fill: np.ndarray | float = 0.0) -> tuple[float, int]:
@@ -311,45 +300,6 @@ def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np
     return loss, int(np.sum(np.argmax(logits, axis=1) == y))
 
 
-def prepare_out(out: Path, resume: bool, overwrite: bool = False) -> RunLock:
-    """Create ``out`` and take its lock (proving it writable) before anything is written;
-    refuse a folder another live run holds, and refuse to clobber a finished run. Returns
-    the held lock; only its holder removes the temporary files a killed run left."""
-    if out.exists() and not out.is_dir():
-        kind = "a file" if out.is_file() else "not a folder"
-        raise ValueError(f"--out {out}: is {kind}, not a writable folder; expected a folder "
-                         "(a run folder to create or one holding a run)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
-    lock = RunLock(out).acquire()
-    try:
-        has_run = (out / CHECKPOINT).exists()
-        if resume and not has_run:
-            raise ValueError(f"--resume: {out / CHECKPOINT} does not exist; nothing to resume")
-        if has_run and not (resume or overwrite):
-            raise ValueError(f"--out {out} already holds a run; pass --resume to continue it "
-                             "or --overwrite to start again")
-        remove_stale_temps(out, before=lock.since)  # writes killed midway, by earlier runs
-    except BaseException:
-        lock.release()
-        raise
-    return lock
-
-
-def _keep_metrics(path: Path, epochs: int, log: Callable[[str], None]) -> None:
-    """Drop records of epochs after the checkpoint's (they are about to be redone), saying
-    so; a log that cannot be read in full is refused before anything is rewritten."""
-    rows = read_metrics(path, note=log) if os.path.lexists(path) else []
-    later = [r["epoch"] for r in rows if r["epoch"] > epochs]
-    if later:
-        log(f"{path}: the rows of epochs {later[0]}..{later[-1]} come after the checkpoint's "
-            f"epoch {epochs}; dropped, to be redone")
-    text = "".join(json.dumps(r) + "\n" for r in rows if r["epoch"] <= epochs)
-    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
-
-
 def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False,
           overwrite: bool = False, stop_after: int | None = None, quiet: bool = False,
           log: Callable[[str], None] = print) -> list[dict]:
@@ -363,42 +313,116 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     o = options.resolved()
     data = load_task(o)  # bad data fails before any folder is made
     out = Path(out)
-    with prepare_out(out, resume, overwrite):  # held until the run ends, however it ends
+    with open_run_folder(out, CHECKPOINT, resume, overwrite):  # held until the run ends, however it ends
         return _run(options, o, data, out, resume, stop_after, quiet, log)
 
 
-def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resume: bool,
-         stop_after: int | None, quiet: bool, log: Callable[[str], None]) -> list[dict]:
-    """The body of :func:`train`, in a folder whose lock is held."""
-    ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
-    ck = load_checkpoint(ckpt_path) if resume else None
-    if ck and TrainOptions.from_dict(ck.options).resolved() != o:
+class _Arrays(NamedTuple):
+    """The run's data as the model sees it: normalized images in the model's dtype, labels,
+    and ``fill``, what the affine augmentation reads outside an image (per channel)."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    fill: np.ndarray
+
+
+def _saved_run(ckpt_path: Path, o: TrainOptions, data: Dataset):
+    """The checkpoint to resume, refused unless its options are ``o`` and its model fits
+    ``data``."""
+    ck = load_checkpoint(ckpt_path)
+    if TrainOptions.from_dict(ck.options).resolved() != o:
         raise ValueError(f"--resume: the options differ from those saved in {ckpt_path}; "
                          "a resumed run continues the saved one exactly")
-    normalizer = ck.normalizer if ck else Normalizer.fit(data.x_train)
-    model = ck.model if ck else build_model(o, data)
+    _check_fits(ck.model, data)
+    return ck
+
+
+def _check_fits(model: TinyViT, data: Dataset) -> None:
     if model.config["num_classes"] != data.num_classes or \
             (model.config["in_chans"], model.config["img_size"]) != data.image_shape[:2]:
         raise ValueError(f"the data ({data.describe()}) does not fit the checkpoint's model "
                          f"{model.config}")
-    dtype = model.dtype
-    x_train, x_test = normalizer(data.x_train, dtype), normalizer(data.x_test, dtype)
-    y_train, y_test = data.y_train, data.y_test
+
+
+def _normalized(normalizer: Normalizer, data: Dataset, dtype: np.dtype) -> _Arrays:
     # bilinear interpolation commutes with the per-channel normalization, so augmenting the
     # normalized images with this fill is augmenting the raw ones with zero fill
     fill = normalizer(np.zeros((1, *data.image_shape[:1], 1, 1)), dtype)[0, :, 0, 0]
-    steps = math.ceil(len(x_train) / o.batch_size)
+    return _Arrays(normalizer(data.x_train, dtype), data.y_train,
+                   normalizer(data.x_test, dtype), data.y_test, fill)
+
+
+def _training_state(ck, o: TrainOptions, model: TinyViT, steps: int, out: Path,
+                    log: Callable[[str], None]):
+    """(optimizer, schedule, rng, epochs done): the checkpoint's, or a fresh start (which
+    empties the metrics log)."""
+    ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
     if ck:  # the counters against this data, before any state is loaded
         check_progress(ck, steps, str(ckpt_path))
     optimizer, schedule = build_optimizer(o, model, steps)
-    if ck:
-        optimizer.load_state_dict(ck.optim)
-        schedule.load_state_dict(ck.sched)
-        rng, start = ck.rng, ck.epoch
-        _keep_metrics(metrics_path, start, log)
-    else:
-        rng, start = np.random.default_rng([o.seed, 1]), 0
+    if not ck:
         write_atomic(metrics_path, lambda f: None)  # replaces whatever is there, links too
+        return optimizer, schedule, np.random.default_rng([o.seed, 1]), 0
+    optimizer.load_state_dict(ck.optim)
+    schedule.load_state_dict(ck.sched)
+    keep_metrics_until(metrics_path, ck.epoch, log)
+    return optimizer, schedule, ck.rng, ck.epoch
+
+
+def _train_epoch(model: TinyViT, optimizer, schedule, o: TrainOptions, arrays: _Arrays,
+                 num_classes: int, rng: np.random.Generator, epoch: int, steps: int, bar,
+                 ckpt_path: Path) -> dict:
+    """One pass over the shuffled training set, then the test set; the epoch's metrics row.
+    Raises TrainingDiverged on a non-finite training or test loss."""
+    t0 = time.perf_counter()
+    order = rng.permutation(len(arrays.x_train))
+    loss_sum, correct, seen = 0.0, 0, 0
+    for i in range(steps):
+        idx = order[i * o.batch_size:(i + 1) * o.batch_size]
+        lr = optimizer.lr
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below
+            loss, hits = _train_step(model, optimizer, o, arrays.x_train[idx],
+                                     arrays.y_train[idx], num_classes, rng, arrays.fill)
+        if not math.isfinite(loss):
+            raise TrainingDiverged(
+                f"the training loss became {loss} at epoch {epoch}, step {i + 1} (lr "
+                f"{lr:.3g}); stopped. The last good checkpoint (epoch {epoch - 1}) is kept in "
+                f"{ckpt_path}; try a lower --lr")
+        schedule.step()
+        loss_sum, correct, seen = loss_sum + loss * len(idx), correct + hits, seen + len(idx)
+        bar.update()
+        bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.3f}",
+                        refresh=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        test_loss, test_acc, _ = evaluate(model, arrays.x_test, arrays.y_test)
+    if not math.isfinite(test_loss):
+        raise TrainingDiverged(
+            f"the test loss became {test_loss} after epoch {epoch}; stopped. The last good "
+            f"checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}")
+    return dict(epoch=epoch, train_loss=loss_sum / seen, train_acc=correct / seen,
+                test_loss=test_loss, test_acc=test_acc, lr=lr,
+                seconds=time.perf_counter() - t0)
+
+
+def _epoch_line(row: dict, epochs: int) -> str:
+    return (f"epoch {row['epoch']:>3}/{epochs}  train loss {row['train_loss']:.4f} acc "
+            f"{row['train_acc']:.4f}  test loss {row['test_loss']:.4f} acc "
+            f"{row['test_acc']:.4f}  lr {row['lr']:.2e}  {row['seconds']:.2f}s")
+
+
+def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resume: bool,
+         stop_after: int | None, quiet: bool, log: Callable[[str], None]) -> list[dict]:
+    """The body of :func:`train`, in a folder whose lock is held: restore or start, then
+    train, log and checkpoint epoch by epoch."""
+    ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
+    ck = _saved_run(ckpt_path, o, data) if resume else None
+    normalizer = ck.normalizer if ck else Normalizer.fit(data.x_train)
+    model = ck.model if ck else build_model(o, data)
+    arrays = _normalized(normalizer, data, model.dtype)
+    steps = math.ceil(len(arrays.x_train) / o.batch_size)
+    optimizer, schedule, rng, start = _training_state(ck, o, model, steps, out, log)
 
     def checkpoint(epoch: int) -> None:
         save_checkpoint(ckpt_path, model=model, options=asdict(options), epoch=epoch,
@@ -412,7 +436,7 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
             + ("" if stop_after is None else f" (--stop-after {stop_after})"))
         return []
     log(f"{data.describe()}; {model.num_parameters():,} parameters "
-        f"({'linear probe' if o.probe else 'full model'}, {dtype.name}); "
+        f"({'linear probe' if o.probe else 'full model'}, {model.dtype.name}); "
         f"epochs {start + 1}..{end} of {o.epochs}, {steps} steps each; run folder {out}")
     history = []
     bar = tqdm(total=(end - start) * steps, disable=quiet, unit="step", dynamic_ncols=True,
@@ -420,44 +444,14 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
     try:
         with open_append_nofollow(metrics_path) as metrics:
             for epoch in range(start + 1, end + 1):
-                t0 = time.perf_counter()
                 bar.set_description(f"epoch {epoch}/{o.epochs}")
-                order = rng.permutation(len(x_train))
-                loss_sum, correct, seen = 0.0, 0, 0
-                for i in range(steps):
-                    idx = order[i * o.batch_size:(i + 1) * o.batch_size]
-                    lr = optimizer.lr
-                    with np.errstate(over="ignore", invalid="ignore"):  # checked below
-                        loss, hits = _train_step(model, optimizer, o, x_train[idx],
-                                                 y_train[idx], data.num_classes, rng, fill)
-                    if not math.isfinite(loss):
-                        raise TrainingDiverged(
-                            f"the training loss became {loss} at epoch {epoch}, step {i + 1} "
-                            f"(lr {lr:.3g}); stopped. The last good checkpoint (epoch "
-                            f"{epoch - 1}) is kept in {ckpt_path}; try a lower --lr")
-                    schedule.step()
-                    loss_sum, correct, seen = loss_sum + loss * len(idx), correct + hits, \
-                        seen + len(idx)
-                    bar.update()
-                    bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.3f}",
-                                    refresh=False)
-                with np.errstate(over="ignore", invalid="ignore"):
-                    test_loss, test_acc, _ = evaluate(model, x_test, y_test)
-                if not math.isfinite(test_loss):
-                    raise TrainingDiverged(
-                        f"the test loss became {test_loss} after epoch {epoch}; stopped. The "
-                        f"last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}")
-                row = dict(epoch=epoch, train_loss=loss_sum / seen, train_acc=correct / seen,
-                           test_loss=test_loss, test_acc=test_acc, lr=lr,
-                           seconds=time.perf_counter() - t0)
+                row = _train_epoch(model, optimizer, schedule, o, arrays, data.num_classes,
+                                   rng, epoch, steps, bar, ckpt_path)
                 append_line(metrics, json.dumps(row), metrics_path)
                 checkpoint(epoch)
                 history.append(row)
                 if epoch == end or epoch % max(1, o.epochs // 10) == 0:
-                    (tqdm.write if not quiet else log)(
-                        f"epoch {epoch:>3}/{o.epochs}  train loss {row['train_loss']:.4f} "
-                        f"acc {row['train_acc']:.4f}  test loss {test_loss:.4f} acc "
-                        f"{test_acc:.4f}  lr {lr:.2e}  {row['seconds']:.2f}s")
+                    (tqdm.write if not quiet else log)(_epoch_line(row, o.epochs))
     finally:
         bar.close()
     return history

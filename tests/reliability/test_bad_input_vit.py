@@ -206,7 +206,9 @@ POS = [(kw, name) for kw, name in [
     (dict(patch_size=3), "patch size 3"), (dict(img_size=4, patch_size=4), "single patch"),
     (dict(noise=-1.0), "noise"), (dict(noise=np.nan), "noise"), (dict(noise="0.5"), "noise")]]
 DATA = [bad(f"position_task-{'-'.join(f'{k}={v}' for k, v in kw.items())}",
-            lambda kw=kw: vd.position_task(**kw), ValueError, name) for kw, name in POS]
+            lambda kw=kw: vd.position_task(**kw),
+            TypeError if any(isinstance(v, str) for v in kw.values()) else ValueError, name)
+        for kw, name in POS]
 LBL = np.array([0, 1, 0, 1, 0, 1])
 IMGS = RNG.standard_normal((3, 1, 2, 2))
 NORM = vd.Normalizer.fit(IMGS)
@@ -256,13 +258,13 @@ LOSS_MIX = [
     bad("mixup-soft-shape", lambda: mixup(IMG, np.ones((2, 3)), 2), ValueError, "mixup y",
         "(2, 3)"),
     bad("mixup-classes-zero", lambda: mixup(IMG, Y, 0), ValueError, "num_classes", "0"),
-    bad("mixup-classes-str", lambda: mixup(IMG, Y, "2"), ValueError, "num_classes", "'2'"),
-    bad("mixup-classes-None", lambda: mixup(IMG, Y, None), ValueError, "num_classes", "None"),
+    bad("mixup-classes-str", lambda: mixup(IMG, Y, "2"), TypeError, "num_classes", "'2'"),
+    bad("mixup-classes-None", lambda: mixup(IMG, Y, None), TypeError, "num_classes", "None"),
     bad("mixup-alpha-zero", lambda: mixup(IMG, Y, 2, alpha=0), ValueError, "alpha", "0"),
     bad("mixup-alpha-negative", lambda: mixup(IMG, Y, 2, alpha=-0.2), ValueError, "alpha",
         "-0.2"),
     bad("mixup-alpha-nan", lambda: mixup(IMG, Y, 2, alpha=np.nan), ValueError, "alpha", "nan"),
-    bad("mixup-alpha-str", lambda: mixup(IMG, Y, 2, alpha="0.2"), ValueError, "alpha", "'0.2'"),
+    bad("mixup-alpha-str", lambda: mixup(IMG, Y, 2, alpha="0.2"), TypeError, "alpha", "'0.2'"),
     bad("mixup-lam-range", lambda: mixup(IMG, Y, 2, lam=1.5), ValueError, "lam", "1.5"),
     bad("mixup-lam-nan", lambda: mixup(IMG, Y, 2, lam=np.nan), ValueError, "lam", "nan"),
     bad("mixup-lam-str", lambda: mixup(IMG, Y, 2, lam="0.5"), TypeError, "lam", "'0.5'"),

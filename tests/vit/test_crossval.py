@@ -49,15 +49,15 @@ def test_folds_are_a_deterministic_function_of_the_labels_and_the_seed():
     assert not np.array_equal(a[y == 0], np.arange(np.sum(y == 0)) % 5)
 
 
-@pytest.mark.parametrize("y, k, words", [
-    (np.zeros((3, 2), np.int64), 2, ["(N,)"]),
-    (np.array([0.0, 1.0]), 2, ["float64"]),
-    (np.arange(10), 1, ["--folds", "1", ">= 2"]),
-    (np.arange(10), True, ["--folds"]),
-    (np.arange(3), 4, ["--folds 4", "3 examples"]),
+@pytest.mark.parametrize("y, k, error, words", [
+    (np.zeros((3, 2), np.int64), 2, ValueError, ["(N,)"]),
+    (np.array([0.0, 1.0]), 2, ValueError, ["float64"]),
+    (np.arange(10), 1, ValueError, ["--folds", "1", ">= 2"]),
+    (np.arange(10), True, TypeError, ["--folds"]),  # a wrong type (minigrad.checks' rule)
+    (np.arange(3), 4, ValueError, ["--folds 4", "3 examples"]),
 ])
-def test_bad_fold_arguments_are_named(y, k, words):
-    with pytest.raises(ValueError) as info:
+def test_bad_fold_arguments_are_named(y, k, error, words):
+    with pytest.raises(error) as info:
         stratified_folds(y, k)
     assert all(w in str(info.value) for w in words), str(info.value)
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from vit.attention_maps import attention_weights, cls_attention
+from vit.attention_maps import cls_attention, token_attention_weights
 from vit.checkpoint import load_checkpoint
 from vit.cli import main
 from vit.model import TinyViT
@@ -277,7 +277,7 @@ def test_eval_and_attention(trained, capsys):
     assert status == 0 and "accuracy" in out and out.count("\n") >= 13  # 10 matrix rows
     ck = load_checkpoint(tmp_path / "checkpoint.npz")
     x = np.random.default_rng(0).normal(size=(3, 1, 8, 8)).astype(np.float32)
-    w = attention_weights(ck.model, x)
+    w = token_attention_weights(ck.model, x)
     assert w.shape == (3, 2, 5, 5)
     np.testing.assert_allclose(w.sum(axis=-1), 1, rtol=1e-5)
     assert cls_attention(ck.model, x).shape == (3, 2, 2, 2)
@@ -305,7 +305,7 @@ def test_attention_weights_reproduce_the_block(tmp_path):
     from minigrad import Tensor
     model = TinyViT(dim=16, num_heads=4, seed=1)
     x = np.random.default_rng(2).normal(size=(2, 1, 8, 8))
-    w = attention_weights(model, x)
+    w = token_attention_weights(model, x)
     with mg.no_grad():
         h = model.block.norm1(model.tokens(Tensor(x))).data
         expected = model.block.attn(Tensor(h)).data
