@@ -3,6 +3,9 @@ from .elementwise import (
     abs, add, astype, clip, div, equal, exp, greater, greater_equal, less, less_equal, log,
     maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
 )
+from .activations import (
+    elu, gelu, hardtanh, leaky_relu, log_sigmoid, selu, silu, softmin, softplus,
+)
 from .attention import self_attention
 from .conv import conv1d, conv2d, pad
 from .linalg import linear, matmul
@@ -25,6 +28,9 @@ PUBLIC_OPS = (
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
     "self_attention",
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # activations and losses (ops/activations.py, ops/losses.py)
+    "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
+    "softmin",
 )
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
