@@ -9,7 +9,10 @@ from .activations import (
 from .attention import self_attention
 from .conv import conv1d, conv2d, pad
 from .linalg import linear, matmul
-from .fused import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .losses import (
+    binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
+)
+from .fused import gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
 from .pool import avg_pool2d, max_pool2d
 from .reduce import max, mean, min, sum, var
 from .shape import (
@@ -31,6 +34,7 @@ PUBLIC_OPS = (
     # activations and losses (ops/activations.py, ops/losses.py)
     "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
     "softmin",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
 )
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
