@@ -33,7 +33,8 @@ def _reduce(loss, reduction, count=None):
     """The reduced loss and ``scale``: g -> the cotangent of each element of ``loss``.
 
     'mean' divides by ``count`` (default: the number of elements). A zero count (an empty
-    loss, every target ignored) gives nan, as torch; its gradient is then zero.
+    loss, every target ignored, zero total weight) gives 0/0 = nan, as torch; the callers
+    zero the gradient of ignored targets themselves, so that 0 · inf does not make it nan.
     """
     if reduction == "none":
         return loss, lambda g: g
@@ -41,9 +42,12 @@ def _reduce(loss, reduction, count=None):
     if reduction == "sum":
         return total, lambda g: g
     n = loss.size if count is None else count
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = total / n
-    return mean, (lambda g: g / n) if n else (lambda g: g * 0)
+
+    def scale(g):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return g / n
+
+    return scale(total), scale
 
 
 def _same_shape(owner: str, x, y, xname: str = "input", yname: str = "target"):
@@ -225,7 +229,9 @@ def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"
     def vjp(g):
         grad = np.zeros_like(lp)
         at = grad if lp.ndim == 1 else np.moveaxis(grad, 1, -1)  # a view: writes land in grad
-        np.put_along_axis(at, safe[..., None], (-wy * scale(g))[..., None], axis=-1)
+        with np.errstate(invalid="ignore"):  # 0 · inf: zero total weight, nan as in torch
+            values = np.where(keep, -wy * scale(g), 0)  # ignored targets: 0, even then
+        np.put_along_axis(at, safe[..., None], values[..., None], axis=-1)
         return grad
 
     return out, (vjp, None, None)
@@ -309,7 +315,11 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
         else:
             p *= np.sum(q, axis=-1, keepdims=True)
             p -= q
-        p *= scale(g)
+        s = scale(g)
+        if hard and not plain:  # ignored rows stay 0, even where s is inf (a zero count)
+            s = np.where(keep[..., None], s, 0)
+        with np.errstate(invalid="ignore"):  # zero total weight: 0 · inf = nan, as in torch
+            p *= s
         return p
 
     def vjp_target(g):
