@@ -119,7 +119,7 @@ def _broadcast_weight(owner: str, name: str, w, shape, dtype):
     """``w`` (None, or an array broadcasting to ``shape`` without growing it) in ``dtype``."""
     if w is None:
         return None
-    w = np.asarray(w)
+    w = np.asarray(as_array_input(w, owner, name))  # by keyword it skipped op's own check
     try:
         fits = np.broadcast_shapes(w.shape, shape) == tuple(shape)
     except ValueError:
