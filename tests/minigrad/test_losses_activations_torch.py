@@ -3,7 +3,8 @@
 Values and gradients (random cotangent) in float64 and float32, for every reduction and
 every weight / pos_weight / ignore_index combination, at the kinks (where each op's gradient
 is torch's convention), at torch's softplus threshold, and for large inputs. Tolerances come
-from the dtype: a few hundred ulps of the largest magnitude compared. Skipped without torch.
+from the dtype: 256 ulps of the largest magnitude compared (tests/ulps.py). Skipped
+without torch.
 
 Layouts: minigrad's cross_entropy has the classes last, torch's on axis 1 (3-D logits are
 permuted for torch); nll_loss has them on axis 1 in both.
@@ -15,6 +16,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import F
+from ulps import assert_close_ulps
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -38,12 +40,9 @@ def tw(w, like):
     return None if w is None else torch.as_tensor(w, dtype=like.dtype)
 
 
-def close(got, want, dtype, ulps=256):
-    """|got - want| <= ulps · eps(dtype) · max(1, max |want|), nan where torch has nan."""
-    want = np.asarray(want, dtype=np.float64)
-    scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
-    np.testing.assert_allclose(got, want, rtol=0, atol=ulps * np.finfo(dtype).eps * scale,
-                               equal_nan=True)
+def close(got, want, dtype):
+    """Within 256 ulps of the dtype at the largest magnitude compared (tests/ulps.py)."""
+    assert_close_ulps(got, np.asarray(want, dtype=np.float64).astype(dtype), dtype=dtype)
 
 
 KINK = np.array([-2.0, -1.0, -0.5, 0.0, -0.0, 0.5, 1.0, 2.0])
