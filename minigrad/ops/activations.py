@@ -77,7 +77,8 @@ def leaky_relu(x, negative_slope=0.01):
 
 
 def _elu(x, alpha, scale):
-    """scale · (x where x > 0, else α (e^x - 1)) and its VJP; at 0 the slope is scale · α, torch's."""
+    """scale · (x where x > 0, else α (e^x - 1)) and its VJP; at 0 the slope is scale · α
+    (torch's)."""
     x = as_floating(x)
     pos = x > 0
     e = np.exp(np.minimum(x, 0.0))  # e^x on the negative side only: no overflow for x >> 0

@@ -260,7 +260,8 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     'mean' divides by the number of rows, or, for labels with weights or ignore_index, by
     Σ_i w_{y_i} over the rows not ignored (torch's rule). Labels equal to ``ignore_index``
     add 0; all ignored: nan. Pass weight= and ignore_index= by keyword.
-    VJP: logits̄_i = s_i · (softmax(logits_i) Σ_c q̃_ic - q̃_i),  target̄_i = -s_i (1 - ε) w log softmax_i,
+    VJP: logits̄_i = s_i · (softmax(logits_i) Σ_c q̃_ic - q̃_i),
+         target̄_i = -s_i (1 - ε) w log softmax_i,
     where s_i is g / (that count) for 'mean', g for 'sum', g_i for 'none'.
     docs/backward.md §11 and §28.
     """

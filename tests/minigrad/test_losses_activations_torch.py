@@ -95,10 +95,12 @@ _hard_y = np.array([[1.0, 0.0, 0.0, 1.0]] * 4)  # the wrong class at ±100: loss
 _pw, _w = np.array([0.5, 2.0, 1.0, 3.0]), rng.uniform(0.2, 2.0, (4, 1))
 for red in REDUCTIONS:
     for label, kw in [("plain", {}), ("pos_weight", dict(pos_weight=_pw)),
-                      ("weight", dict(weight=_w)), ("weight+pos_weight", dict(weight=_w, pos_weight=_pw))]:
+                      ("weight", dict(weight=_w)),
+                      ("weight+pos_weight", dict(weight=_w, pos_weight=_pw))]:
         for tag, y in (("soft", _y), ("hard", _hard_y)):
             case(f"bce-{label}-{red}-{tag}",
-                 lambda a, b, kw=kw, r=red: F.binary_cross_entropy_with_logits(a, b, reduction=r, **kw),
+                 lambda a, b, kw=kw, r=red: F.binary_cross_entropy_with_logits(
+                     a, b, reduction=r, **kw),
                  lambda a, b, kw=kw, r=red: TF.binary_cross_entropy_with_logits(
                      a, b, reduction=r, **{k: tw(v, a) for k, v in kw.items()}),
                  _x, y)

@@ -23,7 +23,8 @@ def rn(*shape):
 def _reduce(loss, reduction, count=None):
     if reduction == "none":
         return loss
-    return loss.sum() if reduction == "sum" else loss.sum() / (loss.size if count is None else count)
+    n = loss.size if count is None else count
+    return loss.sum() if reduction == "sum" else loss.sum() / n
 
 
 def apart(shape, points, gap=0.05):
