@@ -42,6 +42,8 @@ def _reduce(loss, reduction, count=None):
     if reduction == "sum":
         return total, lambda g: g
     n = loss.size if count is None else count
+    if n:
+        return total / n, lambda g: g / n
 
     def scale(g):
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -179,12 +181,13 @@ def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
         raise ValueError(f"{owner} target: got integer labels of shape {labels.shape}; "
                          f"expected shape {shape}")
     keep = labels != ignore_index
-    kept = labels[keep]
+    every = keep.all()  # the common case: nothing ignored, no copies
+    kept = labels if every else labels[keep]
     if kept.size and (kept.min() < 0 or kept.max() >= C):
         raise ValueError(f"{owner} target: got labels in [{kept.min()}, {kept.max()}]; "
                          f"expected class indices in [0, {C - 1}] (or ignore_index, "
                          f"{ignore_index})")
-    return keep, np.where(keep, labels, 0)
+    return keep, (labels if every else np.where(keep, labels, 0)), every
 
 
 def _class_weight(owner: str, weight, C: int, dtype):
@@ -219,7 +222,7 @@ def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"
     last = lp if lp.ndim == 1 else np.moveaxis(lp, 1, -1)  # classes last, as a view
     C = last.shape[-1]
     labels = np.asarray(labels)
-    keep, safe = _labels("nll_loss", labels, last.shape[:-1], C, ignore_index)
+    keep, safe, _ = _labels("nll_loss", labels, last.shape[:-1], C, ignore_index)
     w = _class_weight("nll_loss", weight, C, lp.dtype)
     wy = _target_weight(keep, safe, w, lp.dtype)
     picked = np.take_along_axis(last, safe[..., None], axis=-1)[..., 0]
@@ -275,10 +278,11 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     w = _class_weight("cross_entropy", weight, C, logits.dtype)
     lsm, _ = log_softmax.forward(logits, -1)
     count = None  # 'mean' divides by the number of rows, unless labels are weighted or ignored
+    plain = False  # labels, no weight, none ignored: section 11's path
     if hard:
-        keep, safe = _labels("cross_entropy", target, logits.shape[:-1], C, ignore_index)
+        keep, safe, every = _labels("cross_entropy", target, logits.shape[:-1], C, ignore_index)
         picked = np.take_along_axis(lsm, safe[..., None], axis=-1)[..., 0]
-        plain = w is None and keep.all()
+        plain = w is None and every
         if plain:  # every row counts once: the formulas (and bits) cross_entropy always had
             loss = -picked if eps == 0 else -(1.0 - eps) * picked - (eps / C) * np.sum(lsm, axis=-1)
         else:
@@ -316,9 +320,10 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
         else:
             p *= np.sum(q, axis=-1, keepdims=True)
             p -= q
-        s = scale(g)
-        if hard and not plain:  # ignored rows stay 0, even where s is inf (a zero count)
-            s = np.where(keep[..., None], s, 0)
+        if not hard or plain:
+            p *= scale(g)
+            return p
+        s = np.where(keep[..., None], scale(g), 0)  # ignored rows stay 0, even where s is inf
         with np.errstate(invalid="ignore"):  # zero total weight: 0 · inf = nan, as in torch
             p *= s
         return p
