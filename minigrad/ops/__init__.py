@@ -3,10 +3,16 @@ from .elementwise import (
     abs, add, astype, clip, div, equal, exp, greater, greater_equal, less, less_equal, log,
     maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
 )
+from .activations import (
+    elu, gelu, hardtanh, leaky_relu, log_sigmoid, selu, silu, softmin, softplus,
+)
 from .attention import scaled_dot_product_attention, self_attention
 from .conv import conv1d, conv2d, pad
 from .linalg import linear, matmul
-from .fused import cross_entropy, gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .losses import (
+    binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
+)
+from .fused import gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
 from .pool import avg_pool2d, max_pool2d
 from .reduce import max, mean, min, sum, var
 from .shape import (
@@ -27,6 +33,10 @@ PUBLIC_OPS = (
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
     "self_attention",
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # activations and losses (ops/activations.py, ops/losses.py)
+    "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
+    "softmin",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
 )
 # issue 14, indexing, shape and attention (ops-c)
 PUBLIC_OPS += (

@@ -14,7 +14,7 @@ import numpy as np
 from ..parallel import for_each_block
 from ..defop import as_floating, op
 
-__all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy"]
+__all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh"]
 
 
 def _log_softmax(x, axis):
@@ -289,95 +289,3 @@ def gelu_tanh(x):
         return result
 
     return y2.reshape(shape), vjp
-
-
-def _check_cross_entropy(logits, target, reduction, label_smoothing):
-    if logits.ndim < 1 or logits.dtype.kind != "f":
-        raise ValueError(
-            f"cross_entropy logits: got shape {logits.shape} dtype {logits.dtype}; expected a "
-            "floating array of shape (..., C) with the classes on the last axis"
-        )
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy reduction: got {reduction!r}; expected 'mean', 'sum' or 'none'")
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)):
-        raise TypeError(f"cross_entropy label_smoothing: got {label_smoothing!r}; expected a "
-                        "number in [0, 1]")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy label_smoothing: got {label_smoothing}; expected 0 <= it <= 1")
-    C = logits.shape[-1]
-    if target.dtype.kind in "iu":
-        if target.shape != logits.shape[:-1]:
-            raise ValueError(
-                f"cross_entropy target: got integer labels of shape {target.shape}; expected "
-                f"shape {logits.shape[:-1]} (logits are {logits.shape})"
-            )
-        if target.size and (target.min() < 0 or target.max() >= C):
-            raise ValueError(
-                f"cross_entropy target: got labels in [{target.min()}, {target.max()}]; "
-                f"expected class indices in [0, {C - 1}]"
-            )
-        return True
-    if target.dtype.kind == "f":
-        if target.shape != logits.shape:
-            raise ValueError(
-                f"cross_entropy target: got soft targets of shape {target.shape}; expected the "
-                f"logits' shape {logits.shape} (or integer labels of shape {logits.shape[:-1]})"
-            )
-        return False
-    raise TypeError(
-        f"cross_entropy target: got dtype {target.dtype}; expected integer class labels or "
-        "floating soft targets"
-    )
-
-
-@op(arrays=1)
-def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy of softmax(logits) against class labels or soft targets (classes last).
-
-    logits (..., C); target: integer labels (...) or probabilities (..., C). With smoothing ε
-    the target distribution is q = (1 - ε) · target + ε / C (target one-hot for labels).
-        loss_i = -Σ_c q_ic log softmax(logits_i)_c,  then mean (over rows), sum or none.
-    VJP: logits̄_i = s_i · (softmax(logits_i) Σ_c q_ic - q_i),  target̄_i = -s_i (1 - ε) log softmax_i,
-    where s_i is g / rows for 'mean', g for 'sum', g_i for 'none'.
-    """
-    target = np.asarray(target)
-    hard = _check_cross_entropy(logits, target, reduction, label_smoothing)
-    C = logits.shape[-1]
-    eps = float(label_smoothing)
-    lsm = _log_softmax(logits, -1)
-    if hard:
-        picked = np.take_along_axis(lsm, target[..., None], axis=-1)[..., 0]
-        loss = -picked if eps == 0 else -(1.0 - eps) * picked - (eps / C) * np.sum(lsm, axis=-1)
-    else:
-        q = target if eps == 0 else (1.0 - eps) * target + eps / C
-        loss = -np.sum(q * lsm, axis=-1)
-    rows = loss.size
-    if reduction == "mean":
-        out = np.sum(loss) / rows if rows else np.sum(loss) * np.nan
-    elif reduction == "sum":
-        out = np.sum(loss)
-    else:
-        out = loss
-
-    def scale(g):
-        if reduction == "none":
-            return g[..., None]
-        return g / rows if reduction == "mean" else g
-
-    def vjp_logits(g):
-        p = np.exp(lsm, order="C")  # C order: the reshape below must be a view
-        if hard:
-            if eps:
-                p -= eps / C
-            # one label per row, so plain fancy-index assignment cannot collide
-            p.reshape(-1, C)[np.arange(rows), target.reshape(-1)] -= 1.0 - eps
-        else:
-            p *= np.sum(q, axis=-1, keepdims=True)
-            p -= q
-        p *= scale(g)
-        return p
-
-    def vjp_target(g):
-        return -(1.0 - eps) * lsm * scale(g)
-
-    return out.astype(logits.dtype, copy=False), (vjp_logits, None if hard else vjp_target)

@@ -1,0 +1,353 @@
+"""Losses, as ``torch.nn.functional`` defines them: values, ``reduction`` ("mean", "sum",
+"none"), class weights and ``ignore_index``.
+
+Each is a NumPy forward with its VJP beside it; docs/backward.md §26-§28 derives them. The
+one layout difference from torch: ``cross_entropy`` takes the classes on the LAST axis
+(minigrad's convention since the start, (B, T, C) logits work as they are), while
+``nll_loss`` follows torch, classes on axis 1: (N, C) or (N, C, d1, ...). Two inputs of one
+loss are never broadcast against each other (torch only warns, and it is nearly always a
+bug): ``input`` and ``target`` must have the same shape. float32 stays float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+
+from ..checks import choice, integer, real
+from ..defop import as_array_input, as_floating, op
+from .fused import log_softmax
+
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
+           "nll_loss", "cross_entropy"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduction(owner: str, value) -> str:
+    if value is None:  # "no reduction" is the string 'none' (torch refuses None the same way)
+        raise ValueError(f"{owner} reduction: got None; expected one of 'mean', 'sum', 'none'")
+    return choice("reduction", value, _REDUCTIONS, owner=owner)
+
+
+def _reduce(loss, reduction, count=None):
+    """The reduced loss and ``scale``: g -> the cotangent of each element of ``loss``.
+
+    'mean' divides by ``count`` (default: the number of elements). A zero count (an empty
+    loss, every target ignored, zero total weight) gives 0/0 = nan, as torch; the callers
+    zero the gradient of ignored targets themselves, so that 0 · inf does not make it nan.
+    """
+    if reduction == "none":
+        return loss, lambda g: g
+    total = np.sum(loss)
+    if reduction == "sum":
+        return total, lambda g: g
+    n = loss.size if count is None else count
+    if n:
+        return total / n, lambda g: g / n
+
+    def scale(g):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return g / n
+
+    return scale(total), scale
+
+
+def _same_shape(owner: str, x, y, xname: str = "input", yname: str = "target"):
+    if np.shape(x) != np.shape(y):
+        raise ValueError(f"{owner} {yname}: got shape {np.shape(y)}; expected the shape of "
+                         f"{xname}, {np.shape(x)} (losses do not broadcast their inputs)")
+
+
+def _pair(owner, x, y):
+    _same_shape(owner, x, y)
+    x, y = as_floating(x), as_floating(y)
+    return x, y, np.result_type(x, y)
+
+
+@op(arrays=2)
+def mse_loss(input, target, reduction="mean"):
+    """ℓ = (x - y)², then mean, sum or none.   VJP: x̄ = 2 (x - y) s, ȳ = -x̄, s the cotangent of
+    each ℓ (g/n, g, g_i). docs/backward.md §26."""
+    reduction = _reduction("mse_loss", reduction)
+    x, y, _ = _pair("mse_loss", input, target)
+    d = x - y
+    out, scale = _reduce(d * d, reduction)
+
+    def vjp_input(g):
+        return 2 * d * scale(g)
+
+    return out, (vjp_input, lambda g: -vjp_input(g))
+
+
+@op(arrays=2)
+def l1_loss(input, target, reduction="mean"):
+    """ℓ = |x - y|, then mean, sum or none.   VJP: x̄ = sign(x - y) s (0 where x = y, torch's),
+    ȳ = -x̄. docs/backward.md §26."""
+    reduction = _reduction("l1_loss", reduction)
+    x, y, _ = _pair("l1_loss", input, target)
+    d = x - y
+    out, scale = _reduce(np.abs(d), reduction)
+
+    def vjp_input(g):
+        return np.sign(d) * scale(g)
+
+    return out, (vjp_input, lambda g: -vjp_input(g))
+
+
+@op(arrays=2)
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """ℓ = ½ d²/β where |d| < β, else |d| - ½β (d = x - y; β = 0: |d|).   VJP: x̄ = s · d/β where
+    |d| < β, else s · sign(d); ȳ = -x̄. docs/backward.md §26."""
+    reduction = _reduction("smooth_l1_loss", reduction)
+    beta = real("beta", beta, low=0.0, owner="smooth_l1_loss")
+    x, y, _ = _pair("smooth_l1_loss", input, target)
+    d = x - y
+    ad = np.abs(d)
+    if beta == 0:  # torch: exactly l1_loss (no division by β)
+        loss, slope = ad, np.sign(d)
+    else:
+        small = ad < beta
+        loss = np.where(small, (0.5 / beta) * d * d, ad - 0.5 * beta)
+        slope = np.where(small, d / beta, np.sign(d))
+    out, scale = _reduce(loss, reduction)
+
+    def vjp_input(g):
+        return slope * scale(g)
+
+    return out, (vjp_input, lambda g: -vjp_input(g))
+
+
+def _broadcast_weight(owner: str, name: str, w, shape, dtype):
+    """``w`` (None, or an array broadcasting to ``shape`` without growing it) in ``dtype``."""
+    if w is None:
+        return None
+    w = np.asarray(as_array_input(w, owner, name))  # by keyword it skipped op's own check
+    try:
+        fits = np.broadcast_shapes(w.shape, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{owner} {name}: got shape {w.shape}; expected a shape that "
+                         f"broadcasts to the logits' shape {tuple(shape)}, such as (C,) for "
+                         "one value per class on the last axis")
+    return w.astype(dtype, copy=False)
+
+
+@op(arrays=4)
+def binary_cross_entropy_with_logits(logits, targets, weight=None, pos_weight=None,
+                                     reduction="mean"):
+    """ℓ = w [p y softplus(-x) + (1 - y) softplus(x)] = -w [p y log σ(x) + (1 - y) log σ(-x)].
+
+    logits x and targets y of one shape; ``weight`` w and ``pos_weight`` p broadcast to it
+    (p of shape (C,) weighs the positives of each class on the last axis, as torch).
+    VJP: x̄ = s w [(1 - y) σ(x) - p y σ(-x)],  ȳ = s w [p softplus(-x) - softplus(x)].
+    docs/backward.md §27.
+    """
+    owner = "binary_cross_entropy_with_logits"
+    reduction = _reduction(owner, reduction)
+    _same_shape(owner, logits, targets, "logits", "targets")
+    x, y = as_floating(logits), as_floating(targets)
+    dtype = np.result_type(x, y)
+    w = _broadcast_weight(owner, "weight", weight, x.shape, dtype)
+    p = _broadcast_weight(owner, "pos_weight", pos_weight, x.shape, dtype)
+    sp_x = np.logaddexp(0.0, x)  # softplus(x) = -log σ(-x), no overflow for |x| large
+    sp_nx = np.logaddexp(0.0, -x)  # softplus(-x) = -log σ(x)
+    py = y if p is None else p * y
+    loss = (1 - y) * sp_x + py * sp_nx
+    if w is not None:
+        loss = loss * w
+    out, scale = _reduce(loss, reduction)
+
+    def weighted(v, g):
+        v *= scale(g)
+        return v if w is None else v * w
+
+    def vjp_logits(g):
+        return weighted((1 - y) * sp.expit(x) - py * sp.expit(-x), g)
+
+    def vjp_targets(g):
+        return weighted((sp_nx if p is None else p * sp_nx) - sp_x, g)
+
+    return out, (vjp_logits, vjp_targets, None, None)
+
+
+def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
+    """Integer labels of ``shape`` in [0, C) or equal to ``ignore_index``; returns them with
+    ``keep`` (not ignored) and ``safe`` (ignored ones replaced by class 0, to index with)."""
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"{owner} target: got dtype {labels.dtype}; expected integer class "
+                        "labels")
+    if labels.shape != shape:
+        raise ValueError(f"{owner} target: got integer labels of shape {labels.shape}; "
+                         f"expected shape {shape}")
+    keep = labels != ignore_index
+    every = keep.all()  # the common case: nothing ignored, no copies
+    kept = labels if every else labels[keep]
+    if kept.size and (kept.min() < 0 or kept.max() >= C):
+        raise ValueError(f"{owner} target: got labels in [{kept.min()}, {kept.max()}]; "
+                         f"expected class indices in [0, {C - 1}] (or ignore_index, "
+                         f"{ignore_index})")
+    return keep, (labels if every else np.where(keep, labels, 0)), every
+
+
+def _class_weight(owner: str, weight, C: int, dtype):
+    if weight is None:
+        return None
+    weight = as_array_input(weight, owner, "weight")
+    if np.shape(weight) != (C,):
+        raise ValueError(f"{owner} weight: got shape {np.shape(weight)}; expected ({C},), "
+                         "one weight per class")
+    return np.asarray(weight).astype(dtype, copy=False)
+
+
+def _target_weight(keep, safe, w, dtype):
+    """w_{y_i} for every kept target, 0 for ignored ones (1 for kept ones without weights)."""
+    return keep.astype(dtype) if w is None else np.where(keep, w[safe], 0).astype(dtype)
+
+
+@op(arrays=1)
+def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"):
+    """ℓ_n = -w_{y_n} log_probs[n, y_n] (0 where y_n = ignore_index); 'mean' is Σ ℓ / Σ w_{y_n}.
+
+    log_probs (N, C) or (N, C, d1, ...) (classes on axis 1, as torch) or (C,); labels (N,),
+    (N, d1, ...) or (). VJP: log_probs̄[n, y_n] = -w_{y_n} s_n, 0 elsewhere.
+    docs/backward.md §28.
+    """
+    reduction = _reduction("nll_loss", reduction)
+    ignore_index = integer("ignore_index", ignore_index, owner="nll_loss")
+    lp = as_floating(log_probs)
+    if lp.ndim < 1:
+        raise ValueError(f"nll_loss log_probs: got shape {lp.shape}; expected (N, C), "
+                         "(N, C, d1, ...) or (C,)")
+    last = lp if lp.ndim == 1 else np.moveaxis(lp, 1, -1)  # classes last, as a view
+    C = last.shape[-1]
+    labels = np.asarray(labels)
+    keep, safe, _ = _labels("nll_loss", labels, last.shape[:-1], C, ignore_index)
+    w = _class_weight("nll_loss", weight, C, lp.dtype)
+    wy = _target_weight(keep, safe, w, lp.dtype)
+    picked = np.take_along_axis(last, safe[..., None], axis=-1)[..., 0]
+    loss = -wy * np.where(keep, picked, 0)  # an ignored row's log-prob may be -inf
+    out, scale = _reduce(loss, reduction, np.sum(wy))
+
+    def vjp(g):
+        grad = np.zeros_like(lp)
+        at = grad if lp.ndim == 1 else np.moveaxis(grad, 1, -1)  # a view: writes land in grad
+        with np.errstate(invalid="ignore"):  # 0 · inf: zero total weight, nan as in torch
+            values = np.where(keep, -wy * scale(g), 0)  # ignored targets: 0, even then
+        np.put_along_axis(at, safe[..., None], values[..., None], axis=-1)
+        return grad
+
+    return out, (vjp, None, None)
+
+
+def _check_cross_entropy(logits, label_smoothing, reduction, ignore_index):
+    if logits.ndim < 1 or logits.dtype.kind != "f":
+        raise ValueError(
+            f"cross_entropy logits: got shape {logits.shape} dtype {logits.dtype}; expected a "
+            "floating array of shape (..., C) with the classes on the last axis"
+        )
+    _reduction("cross_entropy", reduction)
+    integer("ignore_index", ignore_index, owner="cross_entropy")
+    return real("label_smoothing", label_smoothing, low=0.0, high=1.0, owner="cross_entropy")
+
+
+@op(arrays=1)
+def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=None,
+                  ignore_index=-100):
+    """Cross-entropy of softmax(logits) against class labels or soft targets (classes last).
+
+    logits (..., C); target: integer labels (...) or probabilities (..., C). With smoothing ε
+    the target distribution is q = (1 - ε) · target + ε / C (target one-hot for labels);
+    class weights w (C,) make it q̃ = (1 - ε) w_y e_y + (ε/C) w for labels, q ⊙ w for soft.
+        loss_i = -Σ_c q̃_ic log softmax(logits_i)_c,  then mean, sum or none.
+    'mean' divides by the number of rows, or, for labels with weights or ignore_index, by
+    Σ_i w_{y_i} over the rows not ignored (torch's rule). Labels equal to ``ignore_index``
+    add 0; all ignored: nan. Pass weight= and ignore_index= by keyword.
+    VJP: logits̄_i = s_i · (softmax(logits_i) Σ_c q̃_ic - q̃_i),
+         target̄_i = -s_i (1 - ε) w log softmax_i,
+    where s_i is g / (that count) for 'mean', g for 'sum', g_i for 'none'.
+    docs/backward.md §11 and §28.
+    """
+    target = np.asarray(target)
+    eps = _check_cross_entropy(logits, label_smoothing, reduction, ignore_index)
+    C = logits.shape[-1]
+    hard = _is_hard(logits, target)
+    if not hard and ignore_index != -100:
+        raise ValueError(f"cross_entropy ignore_index: got {ignore_index}; ignore_index "
+                         "applies to integer class labels only, not to soft targets")
+    w = _class_weight("cross_entropy", weight, C, logits.dtype)
+    lsm, _ = log_softmax.forward(logits, -1)
+    count = None  # 'mean' divides by the number of rows, unless labels are weighted or ignored
+    plain = False  # labels, no weight, none ignored: section 11's path
+    if hard:
+        keep, safe, every = _labels("cross_entropy", target, logits.shape[:-1], C, ignore_index)
+        picked = np.take_along_axis(lsm, safe[..., None], axis=-1)[..., 0]
+        plain = w is None and every
+        if plain:  # every row counts once: the formulas (and bits) cross_entropy always had
+            loss = -picked if eps == 0 else -(1.0 - eps) * picked - (eps / C) * np.sum(lsm, axis=-1)
+        else:
+            wy = _target_weight(keep, safe, w, logits.dtype)
+            count = np.sum(wy)
+            loss = -(1.0 - eps) * wy * np.where(keep, picked, 0)
+            if eps:
+                smooth = np.sum(lsm if w is None else lsm * w, axis=-1)
+                loss = loss - (eps / C) * np.where(keep, smooth, 0)
+    else:
+        q = target if eps == 0 else (1.0 - eps) * target + eps / C
+        if w is not None:
+            q = q * w
+        loss = -np.sum(q * lsm, axis=-1)
+    out, row_scale = _reduce(loss, reduction, count)
+
+    def scale(g):
+        s = row_scale(g)
+        return s[..., None] if reduction == "none" else s
+
+    def vjp_logits(g):
+        p = np.exp(lsm, order="C")  # C order: the reshape below must be a view
+        rows = p.size // C if C else 0
+        if hard and plain:
+            if eps:
+                p -= eps / C
+            # one label per row, so plain fancy-index assignment cannot collide
+            p.reshape(-1, C)[np.arange(rows), safe.reshape(-1)] -= 1.0 - eps
+        elif hard:  # p Σ q̃ - q̃ with q̃ = (1 - ε) w_y e_y + (ε/C) w, zero on ignored rows
+            wsum = C if w is None else np.sum(w)
+            p *= ((1.0 - eps) * wy + (eps / C) * wsum * keep)[..., None]
+            if eps:
+                p -= (eps / C) * (keep[..., None] if w is None else keep[..., None] * w)
+            p.reshape(-1, C)[np.arange(rows), safe.reshape(-1)] -= ((1.0 - eps) * wy).reshape(-1)
+        else:
+            p *= np.sum(q, axis=-1, keepdims=True)
+            p -= q
+        if not hard or plain:
+            p *= scale(g)
+            return p
+        s = np.where(keep[..., None], scale(g), 0)  # ignored rows stay 0, even where s is inf
+        with np.errstate(invalid="ignore"):  # zero total weight: 0 · inf = nan, as in torch
+            p *= s
+        return p
+
+    def vjp_target(g):
+        lw = lsm if w is None else lsm * w
+        return -(1.0 - eps) * lw * scale(g)
+
+    return out.astype(logits.dtype, copy=False), (vjp_logits, None if hard else vjp_target)
+
+
+def _is_hard(logits, target) -> bool:
+    """True for integer labels of the logits' leading shape, False for soft targets of the
+    logits' shape; anything else is refused, naming the target."""
+    if target.dtype.kind in "iu":
+        return True
+    if target.dtype.kind == "f":
+        if target.shape != logits.shape:
+            raise ValueError(
+                f"cross_entropy target: got soft targets of shape {target.shape}; expected the "
+                f"logits' shape {logits.shape} (or integer labels of shape {logits.shape[:-1]})"
+            )
+        return False
+    raise TypeError(
+        f"cross_entropy target: got dtype {target.dtype}; expected integer class labels or "
+        "floating soft targets"
+    )

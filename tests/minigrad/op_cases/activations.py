@@ -1,0 +1,70 @@
+"""Cases for minigrad/ops/activations.py: softplus, silu, gelu, leaky_relu, elu, selu,
+log_sigmoid, hardtanh, softmin. References written from the formulas in NumPy/SciPy (the
+textbook forms, not the stable ones the ops use: the inputs here are moderate)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+
+from minigrad import F
+
+from .base import _sid, add_case
+
+_rng = np.random.default_rng(1414)  # this family's own inputs (see base.py)
+
+
+def rn(shape, scale=2.0):
+    return np.asarray(_rng.standard_normal(shape) * scale)
+
+
+def off(shape, points=(0.0,), gap=0.05, scale=2.0):
+    """Normals at least ``gap`` from each of ``points`` (kinks and switches): a central
+    difference must not straddle one."""
+    x = rn(shape, scale)
+    for p in points:
+        near = np.abs(x - p) < gap
+        x = np.where(near, p + np.where(x >= p, gap, -gap) * 2, x)
+    return x
+
+
+def np_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(beta * x > threshold, x, np.log(1.0 + np.exp(beta * x)) / beta)
+
+
+for s in [(), (7,), (2, 3, 4)]:
+    add_case("softplus", _sid(s), F.softplus, np_softplus, rn(s))
+add_case("softplus", "beta2-threshold1.5",
+         lambda x: F.softplus(x, beta=2.0, threshold=1.5),
+         lambda x: np_softplus(x, 2.0, 1.5), off((4, 5), points=(0.75,)))
+add_case("softplus", "beta0.5-large", lambda x: F.softplus(x, 0.5),
+         lambda x: np_softplus(x, 0.5), off((9,), points=(40.0,), scale=30.0))
+
+for s in [(), (6,), (2, 3, 4)]:
+    add_case("silu", _sid(s), F.silu, lambda x: x / (1.0 + np.exp(-x)), rn(s))
+    add_case("gelu", _sid(s), F.gelu, lambda x: 0.5 * x * (1.0 + sp.erf(x / np.sqrt(2.0))), rn(s))
+add_case("gelu", "tanh", lambda x: F.gelu(x, approximate="tanh"),
+         lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
+         rn((3, 4)))
+
+for slope in (0.01, 0.3, -0.5):
+    add_case("leaky_relu", f"slope={slope}", lambda x, s=slope: F.leaky_relu(x, s),
+             lambda x, s=slope: np.where(x > 0, x, s * x), off((3, 5)))
+for alpha in (1.0, 0.4):
+    add_case("elu", f"alpha={alpha}", lambda x, a=alpha: F.elu(x, alpha=a),
+             lambda x, a=alpha: np.where(x > 0, x, a * (np.exp(x) - 1.0)), off((4, 5)))
+_L, _A = 1.0507009873554804934, 1.6732632423543772848  # the SELU paper's λ and α
+for s in [(5,), (2, 3, 4)]:
+    add_case("selu", _sid(s), F.selu, lambda x: _L * np.where(x > 0, x, _A * (np.exp(x) - 1)),
+             off(s))
+    add_case("log_sigmoid", _sid(s), F.log_sigmoid, lambda x: -np.log(1.0 + np.exp(-x)), rn(s))
+add_case("log_sigmoid", "wide", F.log_sigmoid, lambda x: -np.log1p(np.exp(-x)),
+         rn((8,), scale=10.0))
+
+add_case("hardtanh", "default", F.hardtanh, lambda x: np.clip(x, -1.0, 1.0),
+         off((4, 5), points=(-1.0, 1.0)))
+add_case("hardtanh", "bounds", lambda x: F.hardtanh(x, min_val=-0.5, max_val=2.0),
+         lambda x: np.minimum(np.maximum(x, -0.5), 2.0), off((3, 4), points=(-0.5, 2.0)))
+for axis in (-1, 0, 1):
+    add_case("softmin", f"axis={axis}", lambda x, ax=axis: F.softmin(x, axis=ax),
+             lambda x, ax=axis: np.exp(-x) / np.exp(-x).sum(axis=ax, keepdims=True),
+             rn((2, 3, 4), scale=1.0))

@@ -1,0 +1,281 @@
+"""Activations and losses where finite differences cannot look: exactly at the kinks (the
+gradient there is a convention: torch's, derived by hand below), at large inputs in float32,
+with every target ignored, and with bad arguments (an error naming the argument).
+
+Also the per-op catalogs that the shared suites keep for every public op (0-d results,
+bool input, the wrong kind of array), for the ops of ops/activations.py and ops/losses.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import F
+
+F32, F64 = np.float32, np.float64
+
+
+def grad_of(fn, x, dtype=F64, cot=None):
+    t = mg.Tensor(np.asarray(x, dtype=dtype), requires_grad=True)
+    out = fn(t)
+    out.backward(np.ones(out.shape, dtype) if cot is None else np.asarray(cot, dtype))
+    return out.data, t.grad
+
+
+# ---- kinks: the gradient exactly there ------------------------------------------------------
+
+def test_activation_kinks_follow_torch():
+    x = np.array([-1.0, 0.0, 1.0])
+    assert grad_of(lambda t: F.leaky_relu(t, 0.2), x)[1].tolist() == [0.2, 0.2, 1.0]
+    assert grad_of(lambda t: F.elu(t, 0.5), x)[1].tolist() == [0.5 * math.exp(-1), 0.5, 1.0]
+    lam, alpha = 1.0507009873554805, 1.6732632423543772
+    np.testing.assert_allclose(grad_of(F.selu, x)[1], [lam * alpha / math.e, lam * alpha, lam],
+                               rtol=4 * np.finfo(F64).eps)
+    # hardtanh: 0 AT its bounds (torch), where clip passes the gradient
+    b = np.array([-1.0, -0.999, 0.999, 1.0, 1.5])
+    assert grad_of(F.hardtanh, b)[1].tolist() == [0, 1, 1, 0, 0]
+    assert grad_of(lambda t: F.hardtanh(t, 0.0, 0.0), [0.0, 1.0])[1].tolist() == [0, 0]
+
+
+def test_softplus_switches_to_x_strictly_above_the_threshold():
+    # beta x = threshold exactly: still log(1 + e^(beta x)) / beta, slope sigma(threshold)
+    y, g = grad_of(lambda t: F.softplus(t, beta=2.0, threshold=3.0), [1.5, np.nextafter(1.5, 2)])
+    assert y[0] == math.log1p(math.exp(3.0)) / 2 and y[1] == np.nextafter(1.5, 2)
+    assert g[0] == 1 / (1 + math.exp(-3.0)) and g[1] == 1.0
+
+
+def test_elementwise_loss_kinks():
+    # l1 at d = 0: sign(0) = 0; smooth_l1 at d = 0: 0, at |d| = beta: ±1 (both sides agree)
+    a, b = np.array([0.0, 2.0, -0.5, 0.5]), np.array([0.0, 1.5, 0.0, 0.0])
+    _, g = grad_of(lambda t: F.l1_loss(t, b, reduction="sum"), a)
+    assert g.tolist() == [0.0, 1.0, -1.0, 1.0]
+    _, g = grad_of(lambda t: F.smooth_l1_loss(t, b, reduction="sum", beta=0.5), a)
+    assert g.tolist() == [0.0, 1.0, -1.0, 1.0]
+    _, g = grad_of(lambda t: F.smooth_l1_loss(t, b, reduction="sum", beta=0.0), a)
+    assert g.tolist() == [0.0, 1.0, -1.0, 1.0]  # beta = 0 is l1_loss
+
+
+# ---- large inputs, float32 ------------------------------------------------------------------
+
+def test_softplus_and_log_sigmoid_at_large_inputs_in_float32():
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        y, g = grad_of(F.softplus, [30.0, -30.0, 0.0], F32)
+        assert y.dtype == F32 and g.dtype == F32
+        assert y[0] == 30.0 and g[0] == 1.0  # linear above the threshold
+        np.testing.assert_allclose(y[1:], [math.exp(-30.0), math.log(2.0)], rtol=2 * 2 ** -23)
+        np.testing.assert_allclose(g[1], math.exp(-30.0), rtol=4 * 2 ** -23)
+        y, g = grad_of(F.log_sigmoid, [-100.0, 100.0], F32)
+        assert y[0] == -100.0 and g[0] == 1.0
+        assert -1e-40 < y[1] <= 0 and 0 <= g[1] < 1e-40  # -e^-100 and e^-100: below float32's tiny
+        y, g = grad_of(F.silu, [-100.0, 100.0], F32)
+        assert np.all(np.isfinite(y)) and g.tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_bce_with_logits_at_plus_minus_100(dtype):
+    x = np.array([100.0, -100.0, 100.0, -100.0])
+    y = np.array([0.0, 1.0, 1.0, 0.0], dtype)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        t = mg.Tensor(x.astype(dtype), requires_grad=True)
+        ty = mg.Tensor(y, requires_grad=True)
+        loss = F.binary_cross_entropy_with_logits(t, ty, reduction="none")
+        loss.backward(np.ones(4, dtype))
+    tiny = math.exp(-100.0)  # softplus(-100) and sigmoid(-100): subnormal in float32, where
+    sub = np.finfo(dtype).tiny  # expit (like torch.sigmoid) flushes them to 0
+    np.testing.assert_allclose(loss.data, [100.0, 100.0, tiny, tiny], rtol=4 * np.finfo(dtype).eps,
+                               atol=sub)
+    np.testing.assert_allclose(t.grad, [1.0, -1.0, -tiny, tiny], rtol=8 * np.finfo(dtype).eps,
+                               atol=sub)
+    np.testing.assert_allclose(ty.grad, [-100.0, 100.0, -100.0, 100.0],
+                               rtol=4 * np.finfo(dtype).eps)
+    assert loss.dtype == dtype and t.grad.dtype == dtype
+
+
+def test_gelu_exact_in_the_far_tail_is_not_zero():
+    """x Φ(x) for x = -10 is -7.6e-23; 1 + erf(x/√2) would round to 0 there."""
+    y, g = grad_of(F.gelu, [-10.0])
+    expected = -10 * 0.5 * math.erfc(10 / math.sqrt(2))
+    np.testing.assert_allclose(y, [expected], rtol=1e-13)
+    assert g[0] != 0 and np.isfinite(g[0])
+
+
+# ---- every target ignored: nan loss, zero gradient (torch) ----------------------------------
+
+@pytest.mark.parametrize("weight", [None, np.array([1.0, 2.0, 3.0])])
+@pytest.mark.parametrize("op", ["nll_loss", "cross_entropy"])
+def test_all_targets_ignored_gives_nan_and_zero_gradient(op, weight):
+    labels = np.array([-100, -100])
+    for kw in ({}, {"label_smoothing": 0.1}) if op == "cross_entropy" else ({},):
+        t = mg.Tensor(np.zeros((2, 3)), requires_grad=True)
+        loss = getattr(F, op)(t, labels, weight=weight, **kw)
+        loss.backward()
+        assert np.isnan(loss.item())
+        assert t.grad.tolist() == np.zeros((2, 3)).tolist()
+        t.grad = None
+        assert getattr(F, op)(t, labels, weight=weight, reduction="sum", **kw).item() == 0.0
+
+
+def test_nll_loss_weighted_mean_divides_by_the_kept_weights():
+    lp = np.log(np.array([[0.5, 0.5], [0.25, 0.75], [0.1, 0.9]]))
+    w = np.array([2.0, 3.0])
+    loss = F.nll_loss(lp, np.array([0, 1, -100]), weight=w)
+    # (2 · -log 0.5 + 3 · -log 0.75) / (2 + 3); the ignored row counts in neither sum
+    np.testing.assert_allclose(loss.item(), (2 * math.log(2) + 3 * math.log(4 / 3)) / 5,
+                               rtol=4 * np.finfo(F64).eps)
+
+
+def test_cross_entropy_without_new_arguments_is_bit_identical_to_the_explicit_defaults():
+    z = np.random.default_rng(0).standard_normal((4, 5))
+    y = np.array([1, 0, 3, 3])
+    for ls in (0.0, 0.1):
+        a = F.cross_entropy(z, y, label_smoothing=ls).item()
+        b = F.cross_entropy(z, y, label_smoothing=ls, weight=None, ignore_index=-100).item()
+        assert a == b
+    # an all-ones weight takes the weighted path: the same number up to rounding
+    c = F.cross_entropy(z, y, label_smoothing=0.1, weight=np.ones(5)).item()
+    np.testing.assert_allclose(c, F.cross_entropy(z, y, label_smoothing=0.1).item(), rtol=1e-15)
+
+
+# ---- bad arguments: the error names the argument --------------------------------------------
+Z = np.zeros((3, 4))
+Y = np.array([0, 1, 2])
+
+
+@pytest.mark.parametrize("call,err,words", [
+    (lambda: F.softplus(Z, beta=0), ValueError, "softplus beta"),
+    (lambda: F.softplus(Z, beta=True), TypeError, "softplus beta"),
+    (lambda: F.softplus(Z, threshold="20"), TypeError, "softplus threshold"),
+    (lambda: F.softplus(Z, threshold=math.inf), ValueError, "softplus threshold"),
+    (lambda: F.gelu(Z, approximate="erf"), ValueError, "gelu approximate"),
+    (lambda: F.gelu(Z, approximate=None), TypeError, "gelu approximate"),
+    (lambda: F.leaky_relu(Z, negative_slope="0.1"), TypeError, "leaky_relu negative_slope"),
+    (lambda: F.elu(Z, alpha=math.nan), ValueError, "elu alpha"),
+    (lambda: F.hardtanh(Z, 1.0, -1.0), ValueError, "hardtanh max_val"),
+    (lambda: F.softmin(Z, axis=2), (ValueError, np.exceptions.AxisError), "axis"),
+    (lambda: F.mse_loss(Z, Z, reduction="avg"), ValueError, "mse_loss reduction"),
+    (lambda: F.l1_loss(Z, Z, reduction=None), ValueError, "l1_loss reduction"),
+    (lambda: F.mse_loss(Z, Z, reduction=1), TypeError, "mse_loss reduction"),
+    (lambda: F.mse_loss(Z, Z[0]), ValueError, "mse_loss target"),
+    (lambda: F.smooth_l1_loss(Z, Z, beta=-1.0), ValueError, "smooth_l1_loss beta"),
+    (lambda: F.binary_cross_entropy_with_logits(Z, Z.T), ValueError,
+     "binary_cross_entropy_with_logits targets"),
+    (lambda: F.binary_cross_entropy_with_logits(Z, Z, pos_weight=np.ones(3)), ValueError,
+     "binary_cross_entropy_with_logits pos_weight"),
+    (lambda: F.binary_cross_entropy_with_logits(Z, Z, weight=np.ones((2, 4))), ValueError,
+     "binary_cross_entropy_with_logits weight"),
+    (lambda: F.binary_cross_entropy_with_logits(Z, Z, pos_weight="a"), TypeError,
+     "binary_cross_entropy_with_logits pos_weight"),
+    (lambda: F.nll_loss(Z, Y.astype(float)), TypeError, "nll_loss target"),
+    (lambda: F.nll_loss(Z, np.array([0, 4, 1])), ValueError, "nll_loss target"),
+    (lambda: F.nll_loss(Z, np.array([0, -1, 1])), ValueError, "nll_loss target"),
+    (lambda: F.nll_loss(Z, Y[:2]), ValueError, "nll_loss target"),
+    (lambda: F.nll_loss(Z, Y, weight=np.ones(3)), ValueError, "nll_loss weight"),
+    (lambda: F.nll_loss(Z, Y, ignore_index=1.0), TypeError, "nll_loss ignore_index"),
+    (lambda: F.nll_loss(np.array(0.5), Y), ValueError, "nll_loss log_probs"),
+    (lambda: F.nll_loss(Z, Y, reduction="mean_"), ValueError, "nll_loss reduction"),
+    (lambda: F.cross_entropy(Z, Y, weight=np.ones(3)), ValueError, "cross_entropy weight"),
+    (lambda: F.cross_entropy(Z, Y, weight="w"), TypeError, "cross_entropy weight"),
+    (lambda: F.cross_entropy(Z, Y, ignore_index="x"), TypeError, "cross_entropy ignore_index"),
+    (lambda: F.cross_entropy(Z, np.full((3, 4), 0.25), ignore_index=0), ValueError,
+     "cross_entropy ignore_index"),
+    (lambda: F.cross_entropy(Z, np.array([0, 5, -100])), ValueError, "cross_entropy target"),
+])
+def test_bad_arguments_name_the_argument(call, err, words):
+    with pytest.raises(err, match=words):
+        call()
+
+
+@pytest.mark.parametrize("call,op,param", [
+    (lambda w: F.cross_entropy(Z, Y, weight=w), "cross_entropy", "weight"),
+    (lambda w: F.nll_loss(Z, Y, w), "nll_loss", "weight"),
+    (lambda w: F.binary_cross_entropy_with_logits(Z, Z, pos_weight=w),
+     "binary_cross_entropy_with_logits", "pos_weight"),
+    (lambda w: F.binary_cross_entropy_with_logits(Z, Z, w), "binary_cross_entropy_with_logits",
+     "weight"),
+])
+def test_weights_that_require_grad_are_refused_not_dropped(call, op, param):
+    w = mg.Tensor(np.ones(4), requires_grad=True)
+    with pytest.raises(TypeError, match=f"{op} {param}: a Tensor that requires grad"):
+        call(w)
+    call(w.detach())  # as a constant it is fine
+
+
+# ---- the shared per-op catalogs, for these ops ------------------------------------------------
+ACT = ("softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
+       "softmin")
+LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
+          "nll_loss")
+
+
+def _zero_d(name):
+    """A call with 0-d Tensors a, b giving a 0-d result (as in test_zero_d.py)."""
+    v = np.array([0.5, -1.0, 2.0])
+    if name in ACT:
+        return [lambda a, b: getattr(F, name)(a)] + (
+            [lambda a, b: F.softmin(v * a)[0]] if name == "softmin" else [])
+    if name == "nll_loss":
+        return [lambda a, b: F.nll_loss(v * a, 1), lambda a, b: F.nll_loss(v * a, np.array(1),
+                                                                         reduction="none")]
+    return [lambda a, b: getattr(F, name)(a, b), lambda a, b: getattr(F, name)(v * a, v * b)]
+
+
+@pytest.mark.parametrize("name", ACT + LOSSES)
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_0d_results_hold_an_ndarray_and_0d_leaves_get_ndarray_grads(name, dtype):
+    for fn in _zero_d(name):
+        a = mg.Tensor(np.array(0.75, dtype), requires_grad=True)
+        b = mg.Tensor(np.array(1.5, dtype), requires_grad=True)
+        out = fn(a, b)
+        assert type(out.data) is np.ndarray and out.shape == ()
+        out.backward()
+        for t in (a, b):
+            assert t.grad is None or (type(t.grad) is np.ndarray and t.grad.shape == ()
+                                      and t.grad.dtype == dtype), name
+
+
+MASK = np.array([[True, False, True], [False, True, False]])
+
+
+def _bool_call(name):
+    b = mg.Tensor(MASK)
+    if name in ACT:
+        return lambda: getattr(F, name)(b)
+    if name == "nll_loss":
+        return lambda: F.nll_loss(b, np.array([0, 1]))
+    return lambda: getattr(F, name)(b, b)
+
+
+@pytest.mark.parametrize("name", ACT + LOSSES)
+def test_bool_input_is_computed_in_float64(name):
+    out = _bool_call(name)()
+    assert isinstance(out, mg.Tensor) and type(out.data) is np.ndarray
+    assert out.dtype == F64
+
+
+def _slot(name):
+    """A call with ``v`` (shape (2, 3)) in the place of the op's main array argument."""
+    T = mg.Tensor(np.full((2, 3), 0.25), requires_grad=True)
+    if name in ACT:
+        return getattr(F, name)
+    if name == "nll_loss":
+        return lambda v: F.nll_loss(v, np.array([0, 2]))
+    return lambda v: getattr(F, name)(v, T)
+
+
+@pytest.mark.parametrize("kind,make,word", [
+    ("None", lambda v: None, "None"), ("str", lambda v: "abc", "str"),
+    ("object", lambda v: v.astype(object), "object"),
+    ("complex", lambda v: v.astype(np.complex128), "complex"),
+])
+@pytest.mark.parametrize("name", ACT + LOSSES)
+def test_the_wrong_kind_of_array_is_a_type_error_naming_the_op(name, kind, make, word):
+    values = np.arange(1.0, 7.0).reshape(2, 3) / 7
+    bad = make(values)
+    with pytest.raises(TypeError, match=word) as e:
+        _slot(name)(bad)
+    assert str(e.value).startswith(name)
+    got = _slot(name)(values.tolist())  # a nested list is the array it spells
+    np.testing.assert_array_equal(got.data, _slot(name)(values).data)
