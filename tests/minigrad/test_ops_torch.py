@@ -218,6 +218,19 @@ case("avg_pool2d", "k3-s2-p1", lambda x: F.avg_pool2d(x, 3, 2, 1),
 case("pad", "reflect", lambda x: F.pad(x, ((0, 0), (0, 0), (2, 1), (1, 3)), "reflect"),
      lambda x: TF.pad(x, (1, 3, 2, 1), mode="reflect"), rn(2, 3, 4, 5))
 
+# activations and losses: one case each here; every argument, reduction, weight and
+# ignore_index combination, and the kinks, in test_losses_activations_torch.py
+for name, tf in [("softplus", TF.softplus), ("silu", TF.silu), ("gelu", TF.gelu),
+                 ("leaky_relu", TF.leaky_relu), ("elu", TF.elu), ("selu", TF.selu),
+                 ("log_sigmoid", TF.logsigmoid), ("hardtanh", TF.hardtanh),
+                 ("softmin", lambda a: TF.softmin(a, dim=-1))]:
+    case(name, "3d", getattr(F, name), tf, rn(2, 3, 4) * 3)
+for name in ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits"):
+    case(name, "mean", getattr(F, name), getattr(TF, name), rn(3, 4) * 2, rng.uniform(0, 1, (3, 4)))
+_nll_y, _nll_w = np.array([2, -100, 0, 1]), np.array([0.5, 2.0, 1.5])
+case("nll_loss", "weight-ignore", lambda a: F.nll_loss(a, _nll_y, weight=_nll_w),
+     lambda a: TF.nll_loss(a, _ti(_nll_y), weight=torch.from_numpy(_nll_w)), rn(4, 3))
+
 
 def test_every_public_op_has_a_torch_case():
     from test_indexing_torch import TORCH_CASES as indexing  # issue 14 (ops-c)

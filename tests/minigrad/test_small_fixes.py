@@ -132,6 +132,13 @@ def _bool_catalog():
         "triu": lambda: F.triu(b), "moveaxis": lambda: F.moveaxis(b, 0, 1),
         "diagonal": lambda: F.diagonal(b), "trace": lambda: F.trace(b),
         "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(b, b, b),
+        "softplus": lambda: F.softplus(b), "silu": lambda: F.silu(b), "gelu": lambda: F.gelu(b),
+        "leaky_relu": lambda: F.leaky_relu(b), "elu": lambda: F.elu(b), "selu": lambda: F.selu(b),
+        "log_sigmoid": lambda: F.log_sigmoid(b), "hardtanh": lambda: F.hardtanh(b),
+        "softmin": lambda: F.softmin(b), "mse_loss": lambda: F.mse_loss(b, b),
+        "l1_loss": lambda: F.l1_loss(b, b), "smooth_l1_loss": lambda: F.smooth_l1_loss(b, b),
+        "binary_cross_entropy_with_logits": lambda: F.binary_cross_entropy_with_logits(b, b),
+        "nll_loss": lambda: F.nll_loss(b, np.array([0, 1])),
     }
 
 

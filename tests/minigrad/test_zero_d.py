@@ -109,6 +109,17 @@ def _zero_d_catalog():
         "trace": [lambda a, b: F.trace(F.reshape(a, (1, 1)))],
         "scaled_dot_product_attention": [lambda a, b: F.scaled_dot_product_attention(
             F.reshape(a, (1, 1)), F.reshape(b, (1, 1)), F.reshape(b, (1, 1)))[0, 0]],
+        "softplus": [lambda a, b: F.softplus(a)], "silu": [lambda a, b: F.silu(a)],
+        "gelu": [lambda a, b: F.gelu(a)], "leaky_relu": [lambda a, b: F.leaky_relu(a)],
+        "elu": [lambda a, b: F.elu(a)], "selu": [lambda a, b: F.selu(a)],
+        "log_sigmoid": [lambda a, b: F.log_sigmoid(a)], "hardtanh": [lambda a, b: F.hardtanh(a)],
+        "softmin": [lambda a, b: F.softmin(a), lambda a, b: F.softmin(v * a)[0]],
+        "mse_loss": [F.mse_loss, lambda a, b: F.mse_loss(v * a, v * b)],
+        "l1_loss": [F.l1_loss, lambda a, b: F.l1_loss(v * a, v * b)],
+        "smooth_l1_loss": [F.smooth_l1_loss, lambda a, b: F.smooth_l1_loss(v * a, v * b)],
+        "binary_cross_entropy_with_logits": [F.binary_cross_entropy_with_logits],
+        "nll_loss": [lambda a, b: F.nll_loss(v * a, 1),
+                     lambda a, b: F.nll_loss(v * a, np.array(1), reduction="none")],
     }
 
 

@@ -68,6 +68,13 @@ SLOT = {
     "roll": lambda v: F.roll(v, 1), "flip": F.flip, "tril": F.tril, "triu": F.triu,
     "moveaxis": lambda v: F.moveaxis(v, 0, 1), "diagonal": F.diagonal, "trace": F.trace,
     "scaled_dot_product_attention": lambda v: F.scaled_dot_product_attention(v, T, T),
+    "softplus": F.softplus, "silu": F.silu, "gelu": F.gelu, "leaky_relu": F.leaky_relu,
+    "elu": F.elu, "selu": F.selu, "log_sigmoid": F.log_sigmoid, "hardtanh": F.hardtanh,
+    "softmin": F.softmin,
+    "mse_loss": lambda v: F.mse_loss(v, T), "l1_loss": lambda v: F.l1_loss(v, T),
+    "smooth_l1_loss": lambda v: F.smooth_l1_loss(v, T),
+    "binary_cross_entropy_with_logits": lambda v: F.binary_cross_entropy_with_logits(v, T),
+    "nll_loss": lambda v: F.nll_loss(v, LABELS),
 }
 
 
