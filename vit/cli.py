@@ -15,7 +15,7 @@ import numpy as np
 
 from minigrad.heap import keep_heap
 
-from .model import MAX_PARAMETERS, limits
+from .model import MAX_DEPTH, MAX_PARAMETERS, limits
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
 
 __all__ = ["main", "build_parser"]
@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train a model (defaults: full model on the bundled digits)",
                        description="Train TinyViT; every epoch is evaluated, logged to "
                        f"OUT/{METRICS} and checkpointed to OUT/{CHECKPOINT}.")
+    t.add_argument("--depth", type=positive_int, default=None,
+                   help=f"encoder blocks (default {DEFAULTS.depth}; at most {MAX_DEPTH})")
     t.add_argument("--task", choices=["digits", "position"], default=None,
                    help="digits: the bundled digits or --data; position: the synthetic "
                    "where-is-the-blob task (default digits)")
