@@ -10,8 +10,9 @@ Axes, each grown alone from a base (batch 16, 32x32x3 images, patch 4, D 64, 4 h
   tokens32  32x32x3 images, patch 16, 8, 4, 2, 1 (T = 5 ... 1025), batch 8
   batch     B = 2 ... 128
   width     D = 16 ... 512 (4 heads, MLP 2D)
-  depth     encoder blocks, only when TinyViT takes ``depth=`` (minigrad alone: the hand-derived
-            step and the PyTorch baseline have one block)
+  depth     encoder blocks L = 1 ... 8 (``TinyViT(depth=L)``; minigrad and the hand-derived
+            step, which loops its block backward over the blocks: the PyTorch baseline has
+            one block, so it is timed at L = 1 only)
   image     16 ... 224 pixels at patch 8, batch 8 (tokens grow as the image's area)
 Implementations: minigrad32 (TinyViT + F.cross_entropy + backward + SGD), manual
 (vit/manual.py) and torch (benchmarks/baselines.py, if importable), built from the same
@@ -82,24 +83,31 @@ def axes(quick: bool) -> dict:
 
 
 def build(config, depth: int, impls) -> dict:
-    """{impl: step()} from one set of weights (depth > 1: minigrad alone)."""
+    """{impl: step()} from one set of weights (depth > 1: minigrad and the hand-derived step;
+    the PyTorch baseline has one block)."""
     if depth == 1:
         return ts.build(config, impls)
-    model = TinyViT(**config.model_kwargs(), depth=depth, dtype=np.float32, seed=0)
+    state = TinyViT(**config.model_kwargs(), depth=depth, dtype=np.float64, seed=0).state_dict()
     rng = np.random.default_rng(0)
-    x = Tensor(rng.standard_normal((config.batch, config.channels, config.image,
-                                    config.image)).astype(np.float32))
+    x = rng.standard_normal((config.batch, config.channels, config.image,
+                             config.image)).astype(np.float32)
     y = rng.integers(0, config.classes, config.batch)
-    params = list(model.parameters())
 
-    def step():
-        model.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        for p in params:
-            p.data -= ts.LR * p.grad
-        return loss.item()
-    return {"minigrad32": step}
+    def make_minigrad():
+        model = TinyViT(**config.model_kwargs(), depth=depth, dtype=np.float32)
+        model.load_state_dict({k: v.astype(np.float32) for k, v in state.items()})
+        params, xt = list(model.parameters()), Tensor(x)
+
+        def step():
+            model.zero_grad()
+            loss = F.cross_entropy(model(xt), y)
+            loss.backward()
+            for p in params:
+                p.data -= ts.LR * p.grad
+            return loss.item()
+        return step
+    makers = {"minigrad32": make_minigrad, "manual": lambda: ts.make_manual(config, state, x, y)}
+    return {name: makers[name]() for name in impls if name in makers}
 
 
 # ---- the parts of minigrad's step: attention core against the projections -------------------
@@ -202,7 +210,7 @@ def study(args) -> dict:
     for axis in chosen:
         points = []
         for index, (x, (config, depth)) in enumerate(plan[axis]):
-            names = impls if depth == 1 else ["minigrad32"]
+            names = impls if depth == 1 else [i for i in impls if i != "torch"]
             steps = build(config, depth, names)
             res, n = ts.run_config(config, steps, warmup, budget, turn, settle,
                                    2 if args.quick else None)

@@ -36,7 +36,6 @@ __all__ = ["loss_and_grads", "sgd_step", "forward", "block_prefixes", "param_nam
 #: The model's constants (docs/contract.md), defined once for vit: LayerNorm's eps and the
 #: tanh GELU's sqrt(2/pi) and cubic coefficient (vit/block.py's ``vit_block`` uses these too).
 LN_EPS = 1e-5
-EPS = LN_EPS  # the name this module used before
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_K = 0.044715
 #: The most encoder blocks a parameter dict may name (as vit.limits bounds TinyViT's depth).
@@ -54,7 +53,7 @@ def block_prefixes(depth: int) -> list[str]:
 
 
 def param_names(depth: int = 1) -> tuple[str, ...]:
-    """Every parameter name of a TinyViT of ``depth`` blocks, in ``state_dict`` order."""
+    """Every parameter name of a TinyViT of ``depth`` blocks (``pos_embed`` may be absent)."""
     blocks = [prefix + name for prefix in block_prefixes(depth) for name in BLOCK_PARAMS]
     return ("patch_embed.weight", "patch_embed.bias", "cls_token", "pos_embed", *blocks,
             "norm.weight", "norm.bias", "head.weight", "head.bias")
