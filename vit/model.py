@@ -1,7 +1,8 @@
 """TinyViT: patches -> tokens -> pre-norm encoder blocks (one by default) -> [CLS] -> logits.
 
-Follows docs/contract.md (section 2; ``depth`` is an extension, section 4). Shapes: B images of C channels, H = W = img_size pixels, patch
-side P, N = (H/P)(W/P) patches, D features, K classes.
+Follows docs/contract.md (section 2; ``depth`` is an extension, section 4). Shapes: B images
+of C channels, H = W = img_size pixels, patch side P, N = (H/P)(W/P) patches, D features, K
+classes.
 """
 from __future__ import annotations
 

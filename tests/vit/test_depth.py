@@ -127,7 +127,8 @@ def test_matches_the_reference_block_after_block(depth, use_pos_emb):
     np.testing.assert_allclose(model.forward(x), logits, **tol)
     # and each block really acts: dropping the last one changes the logits
     shallower = TinyViT(**cfg, depth=depth - 1)
-    state = {k: v for k, v in model.state_dict().items() if not k.startswith(f"blocks.{depth - 1}.")}
+    last = f"blocks.{depth - 1}."
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith(last)}
     if depth - 1 == 1:
         state = {k.replace("blocks.0.", "block."): v for k, v in state.items()}
     shallower.load_state_dict(state)
@@ -231,7 +232,8 @@ def test_a_model_saved_before_depth_existed_loads_as_one_block(tmp_path):
     np.testing.assert_array_equal(back.forward(x), model.forward(x))
 
 
-@pytest.mark.parametrize("depth,words", [(2, ["unexpected", "param/block.norm1.weight"]), (0, ["depth", "0"]),
+@pytest.mark.parametrize("depth,words", [(2, ["unexpected", "param/block.norm1.weight"]),
+                                         (0, ["depth", "0"]),
                                          (True, ["depth", "True"]), ("3", ["depth", "'3'"]),
                                          (10**6, ["depth", "1000000"])])
 def test_a_saved_depth_that_disagrees_or_is_bad_is_refused_by_name(tmp_path, depth, words):
