@@ -264,6 +264,34 @@ def profile_worst(result: dict, quick: bool) -> dict | None:
             "ratio": ratio, "profile": text.getvalue()}
 
 
+def depth_ratios(seconds: float, depths=(1, 2, 4, 8)) -> dict:
+    """Each depth's step against depth 1's, for minigrad32 and manual, every step of every
+    depth timed in one round-robin for ``seconds`` (a load that changes over the run then
+    slows all of them alike): {impl: {L: (ratio of medians, median ms)}} and, per depth, the
+    median of the paired minigrad32/manual ratios."""
+    steps = {}
+    for L in depths:
+        config, _ = cfg(depth=L)
+        for impl, step in build(config, L, ["minigrad32", "manual"]).items():
+            steps[impl, L] = step
+    for step in steps.values():
+        step()
+    times: dict = {key: [] for key in steps}
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times[next(iter(times))]) < 3:
+        for key, step in steps.items():
+            times[key].append(_timed(step))
+    out: dict = {"rounds": len(times[next(iter(times))])}
+    for impl in ("minigrad32", "manual"):
+        base = np.median(times[impl, 1])
+        out[impl] = {L: (float(np.median(times[impl, L]) / base),
+                         1e3 * float(np.median(times[impl, L]))) for L in depths}
+    out["minigrad32/manual"] = {L: float(np.median(np.array(times["minigrad32", L])
+                                                   / np.array(times["manual", L])))
+                                for L in depths}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes, two rounds (a test)")
@@ -274,8 +302,19 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write the record as JSON")
     ap.add_argument("--figure", metavar="PNG", help="draw the log-log figure")
     ap.add_argument("--doc", metavar="MD", help=f"replace the {BEGIN} region of MD")
+    ap.add_argument("--depth-ratios", type=float, metavar="SECONDS",
+                    help="only time depth 1, 2, 4, 8 round-robin for SECONDS and print each "
+                    "depth's step against depth 1's")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # axis:index:impl, a memory child
     args = ap.parse_args(argv)
+    if args.depth_ratios is not None:
+        if not 1 <= args.depth_ratios <= 3600:
+            ap.error(f"--depth-ratios: got {args.depth_ratios}; expected 1 to 3600 seconds")
+        keep_heap()
+        print(f"{now()}  {machine_line(machine_info())}; load average {load_average()}")
+        result = depth_ratios(args.depth_ratios)
+        print(json.dumps(result, indent=1) + f"\nload average {load_average()}")
+        return 0
     if args.child:
         axis, index, impl = (args.child.split(":") + ["", "", ""])[:3]
         plan = axes(args.quick)
