@@ -10,8 +10,9 @@ Axes, each grown alone from a base (batch 16, 32x32x3 images, patch 4, D 64, 4 h
   tokens32  32x32x3 images, patch 16, 8, 4, 2, 1 (T = 5 ... 1025), batch 8
   batch     B = 2 ... 128
   width     D = 16 ... 512 (4 heads, MLP 2D)
-  depth     encoder blocks, only when TinyViT takes ``depth=`` (minigrad alone: the hand-derived
-            step and the PyTorch baseline have one block)
+  depth     encoder blocks L = 1 ... 8 (``TinyViT(depth=L)``; minigrad and the hand-derived
+            step, which loops its block backward over the blocks: the PyTorch baseline has
+            one block, so it is timed at L = 1 only)
   image     16 ... 224 pixels at patch 8, batch 8 (tokens grow as the image's area)
 Implementations: minigrad32 (TinyViT + F.cross_entropy + backward + SGD), manual
 (vit/manual.py) and torch (benchmarks/baselines.py, if importable), built from the same
@@ -82,24 +83,31 @@ def axes(quick: bool) -> dict:
 
 
 def build(config, depth: int, impls) -> dict:
-    """{impl: step()} from one set of weights (depth > 1: minigrad alone)."""
+    """{impl: step()} from one set of weights (depth > 1: minigrad and the hand-derived step;
+    the PyTorch baseline has one block)."""
     if depth == 1:
         return ts.build(config, impls)
-    model = TinyViT(**config.model_kwargs(), depth=depth, dtype=np.float32, seed=0)
+    state = TinyViT(**config.model_kwargs(), depth=depth, dtype=np.float64, seed=0).state_dict()
     rng = np.random.default_rng(0)
-    x = Tensor(rng.standard_normal((config.batch, config.channels, config.image,
-                                    config.image)).astype(np.float32))
+    x = rng.standard_normal((config.batch, config.channels, config.image,
+                             config.image)).astype(np.float32)
     y = rng.integers(0, config.classes, config.batch)
-    params = list(model.parameters())
 
-    def step():
-        model.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        for p in params:
-            p.data -= ts.LR * p.grad
-        return loss.item()
-    return {"minigrad32": step}
+    def make_minigrad():
+        model = TinyViT(**config.model_kwargs(), depth=depth, dtype=np.float32)
+        model.load_state_dict({k: v.astype(np.float32) for k, v in state.items()})
+        params, xt = list(model.parameters()), Tensor(x)
+
+        def step():
+            model.zero_grad()
+            loss = F.cross_entropy(model(xt), y)
+            loss.backward()
+            for p in params:
+                p.data -= ts.LR * p.grad
+            return loss.item()
+        return step
+    makers = {"minigrad32": make_minigrad, "manual": lambda: ts.make_manual(config, state, x, y)}
+    return {name: makers[name]() for name in impls if name in makers}
 
 
 # ---- the parts of minigrad's step: attention core against the projections -------------------
@@ -202,7 +210,7 @@ def study(args) -> dict:
     for axis in chosen:
         points = []
         for index, (x, (config, depth)) in enumerate(plan[axis]):
-            names = impls if depth == 1 else ["minigrad32"]
+            names = impls if depth == 1 else [i for i in impls if i != "torch"]
             steps = build(config, depth, names)
             res, n = ts.run_config(config, steps, warmup, budget, turn, settle,
                                    2 if args.quick else None)
@@ -256,6 +264,34 @@ def profile_worst(result: dict, quick: bool) -> dict | None:
             "ratio": ratio, "profile": text.getvalue()}
 
 
+def depth_ratios(seconds: float, depths=(1, 2, 4, 8)) -> dict:
+    """Each depth's step against depth 1's, for minigrad32 and manual, every step of every
+    depth timed in one round-robin for ``seconds`` (a load that changes over the run then
+    slows all of them alike): {impl: {L: (ratio of medians, median ms)}} and, per depth, the
+    median of the paired minigrad32/manual ratios."""
+    steps = {}
+    for L in depths:
+        config, _ = cfg(depth=L)
+        for impl, step in build(config, L, ["minigrad32", "manual"]).items():
+            steps[impl, L] = step
+    for step in steps.values():
+        step()
+    times: dict = {key: [] for key in steps}
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times[next(iter(times))]) < 3:
+        for key, step in steps.items():
+            times[key].append(_timed(step))
+    out: dict = {"rounds": len(times[next(iter(times))])}
+    for impl in ("minigrad32", "manual"):
+        base = np.median(times[impl, 1])
+        out[impl] = {L: (float(np.median(times[impl, L]) / base),
+                         1e3 * float(np.median(times[impl, L]))) for L in depths}
+    out["minigrad32/manual"] = {L: float(np.median(np.array(times["minigrad32", L])
+                                                   / np.array(times["manual", L])))
+                                for L in depths}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes, two rounds (a test)")
@@ -266,8 +302,19 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write the record as JSON")
     ap.add_argument("--figure", metavar="PNG", help="draw the log-log figure")
     ap.add_argument("--doc", metavar="MD", help=f"replace the {BEGIN} region of MD")
+    ap.add_argument("--depth-ratios", type=float, metavar="SECONDS",
+                    help="only time depth 1, 2, 4, 8 round-robin for SECONDS and print each "
+                    "depth's step against depth 1's")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # axis:index:impl, a memory child
     args = ap.parse_args(argv)
+    if args.depth_ratios is not None:
+        if not 1 <= args.depth_ratios <= 3600:
+            ap.error(f"--depth-ratios: got {args.depth_ratios}; expected 1 to 3600 seconds")
+        keep_heap()
+        print(f"{now()}  {machine_line(machine_info())}; load average {load_average()}")
+        result = depth_ratios(args.depth_ratios)
+        print(json.dumps(result, indent=1) + f"\nload average {load_average()}")
+        return 0
     if args.child:
         axis, index, impl = (args.child.split(":") + ["", "", ""])[:3]
         plan = axes(args.quick)

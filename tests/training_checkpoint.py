@@ -15,7 +15,8 @@ def save_training_checkpoint(path, model, normalizer: Normalizer, epoch: int = 1
     """Write ``model`` as the checkpoint of a run after ``epoch`` epochs of one step each."""
     c = model.config
     options = TrainOptions(patch_size=c["patch_size"], dim=c["dim"], heads=c["num_heads"],
-                           mlp_dim=c["mlp_dim"], no_pos_emb=not c["use_pos_emb"],
+                           mlp_dim=c["mlp_dim"], depth=c.get("depth", 1),
+                           no_pos_emb=not c["use_pos_emb"],
                            epochs=max(epoch, 1), dtype=model.dtype.name)
     optimizer, schedule = build_optimizer(options, model, steps_per_epoch=1)
     save_checkpoint(path, model=model, options=asdict(options), epoch=epoch,

@@ -4,11 +4,11 @@
 trained model back (a checkpoint or a saved model) with its normalizer, for
 ``model.predict(images)`` on raw images (docs/predict.md).
 """
-from .block import Attention, Block, Mlp, attention, mlp, vit_block
+from .block import Attention, Block, Mlp, vit_block
 from .loading import load
 from .losses import Mixed, cross_entropy, mixup, one_hot
 from .model import TinyViT, patchify, unpatchify
 from .timm_io import from_timm
 
 __all__ = ["vit_block", "TinyViT", "patchify", "unpatchify", "Attention", "Mlp", "Block",
-           "attention", "mlp", "cross_entropy", "mixup", "one_hot", "Mixed", "load"]
+           "cross_entropy", "mixup", "one_hot", "Mixed", "load", "from_timm"]

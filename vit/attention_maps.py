@@ -17,16 +17,19 @@ __all__ = ["token_attention_weights", "cls_attention", "cls_self_attention"]
 
 
 def token_attention_weights(model: TinyViT, x: np.ndarray) -> np.ndarray:
-    """Every token's attention weights over every token in the encoder block, (B, heads, T, T)
-    with T = N + 1 tokens (token 0 is CLS, then the patches in row-major order); each row
-    sums to 1.
+    """Every token's attention weights over every token in the last encoder block,
+    (B, heads, T, T) with T = N + 1 tokens (token 0 is CLS, then the patches in row-major
+    order); each row sums to 1.
 
     ``x`` is a batch of images (B, C, H, W) normalized as for training.
     """
-    x = model._images(x)
+    x = model.images_array(x)
     with mg.no_grad():
-        h = model.block.norm1(model.tokens(Tensor(x)))
-        _, weights = model.block.attn(h, return_weights=True)
+        *earlier, last = model.encoder_blocks()
+        t = model.tokens(Tensor(x))
+        for block in earlier:
+            t = block(t)
+        _, weights = last.attn(last.norm1(t), return_weights=True)
         return weights
 
 

@@ -1,12 +1,12 @@
 """The pre-norm Transformer encoder block: ``vit_block`` and the modules TinyViT is built from.
 
-The modules ``Attention``, ``Mlp`` and ``Block`` hold parameters and call the functions
-``attention`` and ``mlp``, which use minigrad's fused ops (``F.layer_norm``,
-``F.self_attention``, ``F.gelu_tanh``): that is the fast path TinyViT trains with.
-``vit_block`` follows docs/contract.md (section 1), which asks for normalization, attention and GELU
-built from basic tensor operations rather than packaged helpers; so it is written rule by rule
-from the contract with elementary minigrad ops (matmul, mean, exp, tanh, reshape, ...). A test
-checks that the two paths agree, in value and gradient, to 1e-12.
+The modules ``Attention``, ``Mlp`` and ``Block`` hold parameters and compute their stage in
+``forward`` with minigrad's fused ops (``F.layer_norm``, ``F.self_attention``,
+``F.gelu_tanh``): that is the fast path TinyViT trains with. ``vit_block`` follows
+docs/contract.md (section 1), which asks for normalization, attention and GELU built from basic
+tensor operations rather than packaged helpers; so it is written rule by rule from the contract
+with elementary minigrad ops (matmul, mean, exp, tanh, reshape, ...). A test checks that the
+two paths agree, in value and gradient, to 1e-12.
 
 Shapes: B sequences (batch), T tokens, D features, H heads of width D/H, F hidden MLP features.
 """
@@ -15,36 +15,22 @@ from __future__ import annotations
 import numpy as np
 
 import minigrad as mg
-from minigrad import F, Tensor
+from minigrad import F, Tensor, checks
 from minigrad.nn import LayerNorm, Linear, Module
 from minigrad.ops.attention import attention_weights
 
-__all__ = ["attention", "mlp", "vit_block", "Attention", "Mlp", "Block"]
+from .manual import GELU_C, GELU_K, LN_EPS
+
+__all__ = ["vit_block", "Attention", "Mlp", "Block", "check_heads", "attention", "mlp"]
 
 
-def attention(h: Tensor, w_qkv: Tensor, w_o: Tensor, num_heads: int,
-              return_weights: bool = False):
-    """Bidirectional multi-head self-attention, (B, T, D) -> (B, T, D).
-
-    w_qkv = [W_q | W_k | W_v] (D, 3D) and w_o (D, D). Q = h W_q, K = h W_k, V = h W_v, each
-    cut into H consecutive chunks of width d = D/H, one per head; per head
-        A = softmax(Q K^T / sqrt(d)),   O = A V   (softmax over key positions, no mask);
-    the heads are concatenated in order and projected: out = [O_1 ... O_H] @ W_o.
-    One GEMM makes [Q | K | V]; ``F.self_attention`` is the rest up to the projection, fused.
-    ``return_weights=True`` also returns A, (B, H, T, T), as an array (for looking at what
-    tokens read; it carries no gradient).
-    """
-    qkv = F.linear(h, w_qkv)  # (B, T, 3D)
-    out = F.linear(F.self_attention(qkv, num_heads), w_o)
-    if return_weights:
-        return out, attention_weights(qkv.data, num_heads)
-    return out
-
-
-def mlp(h: Tensor, w1: Tensor, w2: Tensor, b1: Tensor | None = None,
-        b2: Tensor | None = None) -> Tensor:
-    """Feed-forward stage, (B, T, D) -> (B, T, D):  GELU_tanh(h @ W1 + b1) @ W2 + b2."""
-    return F.linear(F.gelu_tanh(F.linear(h, w1, b1)), w2, b2)
+def check_heads(dim: int, num_heads, name: str = "num_heads") -> int:
+    """``num_heads`` as an int: TypeError unless an integer, ValueError unless it is positive
+    and divides ``dim`` (each head takes D/H consecutive features)."""
+    heads = checks.integer(name, num_heads)
+    if heads <= 0 or dim % heads:
+        raise ValueError(f"{name}: got {heads}; expected a positive integer dividing D = {dim}")
+    return heads
 
 
 class Attention(Module):
@@ -54,13 +40,27 @@ class Attention(Module):
     def __init__(self, dim: int, num_heads: int, *, dtype=np.float64,
                  rng: np.random.Generator | None = None) -> None:
         super().__init__()
-        _check_heads(dim, num_heads, "num_heads")
-        self.num_heads = num_heads
+        self.num_heads = check_heads(dim, num_heads)
         self.qkv = Linear(dim, 3 * dim, bias=False, dtype=dtype, rng=rng)
         self.proj = Linear(dim, dim, bias=False, dtype=dtype, rng=rng)
 
     def forward(self, h: Tensor, return_weights: bool = False):
-        return attention(h, self.qkv.weight, self.proj.weight, self.num_heads, return_weights)
+        """Bidirectional multi-head self-attention, (B, T, D) -> (B, T, D).
+
+        [Q | K | V] = h W_qkv, each cut into H consecutive chunks of width d = D/H, one per
+        head; per head A = softmax(Q K^T / sqrt(d)) (over the keys, no mask), O = A V; the
+        heads are concatenated in order and projected: out = [O_1 ... O_H] W_o. One GEMM
+        makes [Q | K | V]; ``F.self_attention`` is the rest up to the projection, fused.
+        ``return_weights=True`` also returns A, (B, H, T, T), as an array (for looking at
+        what tokens read; it carries no gradient).
+        """
+        # F.linear on the weights: the block's input is already checked (Linear's own check
+        # of shape and dtype would run on every call)
+        qkv = F.linear(h, self.qkv.weight)  # (B, T, 3D)
+        out = F.linear(F.self_attention(qkv, self.num_heads), self.proj.weight)
+        if return_weights:
+            return out, attention_weights(qkv.data, self.num_heads)
+        return out
 
 
 class Mlp(Module):
@@ -73,7 +73,9 @@ class Mlp(Module):
         self.fc2 = Linear(hidden, dim, dtype=dtype, rng=rng)
 
     def forward(self, h: Tensor) -> Tensor:
-        return mlp(h, self.fc1.weight, self.fc2.weight, self.fc1.bias, self.fc2.bias)
+        """(B, T, D) -> (B, T, D):  GELU_tanh(h W1 + b1) W2 + b2."""
+        fc1, fc2 = self.fc1, self.fc2
+        return F.linear(F.gelu_tanh(F.linear(h, fc1.weight, fc1.bias)), fc2.weight, fc2.bias)
 
 
 class Block(Module):
@@ -90,15 +92,6 @@ class Block(Module):
     def forward(self, t: Tensor) -> Tensor:
         t = t + self.attn(self.norm1(t))
         return t + self.mlp(self.norm2(t))
-
-
-def _check_heads(dim: int, num_heads, name: str) -> None:
-    if isinstance(num_heads, bool) or not isinstance(num_heads, (int, np.integer)):
-        raise TypeError(f"{name}: got {num_heads!r} ({type(num_heads).__name__}); expected a "
-                        "positive integer")
-    if num_heads <= 0 or dim % num_heads:
-        raise ValueError(f"{name}: got {num_heads}; expected a positive integer dividing "
-                         f"D = {dim}")
 
 
 _WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2")
@@ -131,7 +124,7 @@ def _check_block_args(x, weights, num_heads) -> np.dtype:
             shown = "(D, F) with F > 0" if name == "w_mlp1" else str(want)
             raise ValueError(f"vit_block {name}: got shape {w.shape}; expected {shown} "
                              f"(D = {D} from x of shape {x.shape})")
-    _check_heads(D, num_heads, "vit_block num_heads")
+    check_heads(D, num_heads, "vit_block num_heads")
     return dtypes.pop()
 
 
@@ -167,7 +160,7 @@ def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
 
     def layer_norm(t):  # population variance, eps 1e-5, no scale or bias
         centred = t - t.mean(axis=-1, keepdims=True)
-        return centred / ((centred * centred).mean(axis=-1, keepdims=True) + 1e-5).sqrt()
+        return centred / ((centred * centred).mean(axis=-1, keepdims=True) + LN_EPS).sqrt()
 
     def heads(t):  # (N, T, D) -> (N, H, T, d): H consecutive chunks of each vector
         return t.reshape(N, T, num_heads, d).transpose(0, 2, 1, 3)
@@ -181,5 +174,5 @@ def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
     concatenated = (weights @ v).transpose(0, 2, 1, 3).reshape(N, T, D)
     y = x + concatenated @ w_o
     z = layer_norm(y) @ w_mlp1
-    gelu = 0.5 * z * (1.0 + (np.sqrt(2.0 / np.pi) * (z + 0.044715 * z ** 3)).tanh())
+    gelu = 0.5 * z * (1.0 + (GELU_C * (z + GELU_K * z ** 3)).tanh())
     return y + gelu @ w_mlp2

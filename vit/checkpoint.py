@@ -3,7 +3,8 @@
 Entries (no pickle anywhere; JSON travels in 0-d string arrays)::
 
     format           "vit-train/1"
-    config           the model's constructor arguments and dtype (as ``TinyViT.save``)
+    config           the model's constructor arguments and dtype (as ``TinyViT.save``; one
+                     without ``depth``, from before it existed, is a model of one block)
     options          the training options of the run (JSON)
     epoch            epochs completed
     param/<name>     every model parameter
@@ -298,7 +299,8 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
     pairs = [("dim", "dim", options.dim), ("num_heads", "heads", options.heads),
              ("mlp_dim", "mlp_dim", options.mlp_dim), ("patch_size", "patch_size",
                                                        options.patch_size),
-             ("use_pos_emb", "no_pos_emb", not options.no_pos_emb)]
+             ("use_pos_emb", "no_pos_emb", not options.no_pos_emb),
+             ("depth", "depth", options.depth)]
     for key, option, value in pairs:
         if config[key] != value:
             raise ValueError(f"{where}: entry 'config' {key}={config[key]} but entry 'options' "

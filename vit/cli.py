@@ -17,7 +17,7 @@ from minigrad.heap import keep_heap
 from minigrad.parallel import blas_threads  # the one owner of BLAS threads
 
 from .cli_args import degrees, fraction, natural, nonnegative, positive, positive_int, seed_list
-from .model import MAX_PARAMETERS, limits
+from .model import MAX_DEPTH, MAX_PARAMETERS, limits
 from .plots import DPI, FORMATS  # (matplotlib itself is imported only to draw)
 from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
 
@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train a model (defaults: full model on the bundled digits)",
                        description="Train TinyViT; every epoch is evaluated, logged to "
                        f"OUT/{METRICS} and checkpointed to OUT/{CHECKPOINT}.")
+    t.add_argument("--depth", type=positive_int, default=None,
+                   help=f"encoder blocks (default {DEFAULTS.depth}; at most {MAX_DEPTH})")
     t.add_argument("--task", choices=["digits", "position"], default=None,
                    help="digits: the bundled digits or --data; position: the synthetic "
                    "where-is-the-blob task (default digits)")

@@ -12,9 +12,12 @@ from typing import Iterator
 
 import numpy as np
 
+from minigrad import checks
+
+from .manual import BLOCK_PARAMS, MAX_DEPTH, block_prefixes
 from .npz import json_entry
 
-__all__ = ["MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "DTYPES", "CONFIG_KEYS", "limits",
+__all__ = ["MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "MAX_DEPTH", "DTYPES", "CONFIG_KEYS", "limits",
            "current_limits", "parameter_shapes", "parameter_count", "activation_bytes",
            "check_config", "parse_config"]
 
@@ -28,8 +31,9 @@ MAX_ACTIVATION_BYTES = 1 << 30
 #: otherwise).
 DTYPES = ("float16", "float32", "float64")
 #: The keys of a model's config (the constructor arguments), as saved with ``dtype``.
+#: ``depth`` came later: a saved config without it is a model of one block.
 CONFIG_KEYS = ("img_size", "patch_size", "in_chans", "dim", "num_heads", "mlp_dim",
-               "num_classes", "use_pos_emb")
+               "num_classes", "use_pos_emb", "depth")
 
 _LIMITS = contextvars.ContextVar("vit_model_limits",
                                  default=(MAX_PARAMETERS, MAX_ACTIVATION_BYTES))
@@ -41,7 +45,8 @@ def limits(max_parameters: int | None = None,
     """Raise (or lower) the size bounds of every TinyViT built in this thread or task, for
     the duration of the block (e.g. around ``train()`` or ``load_checkpoint()``)."""
     current = _LIMITS.get()
-    new = tuple(_positive_int(name, value, "vit.model.limits") if value is not None else old
+    new = tuple(checks.positive_int(name, value, owner="vit.model.limits") if value is not None
+                else old
                 for name, value, old in (("max_parameters", max_parameters, current[0]),
                                          ("max_activation_bytes", max_activation_bytes,
                                           current[1])))
@@ -59,21 +64,21 @@ def current_limits() -> tuple[int, int]:
 
 def parameter_shapes(config: dict) -> dict[str, tuple[int, ...]]:
     """Every parameter's shape, by name in ``named_parameters()`` order, from the config
-    alone (nothing is allocated): what ``TinyViT(**config)`` builds."""
+    alone (nothing is allocated): what ``TinyViT(**config)`` builds. The blocks are
+    ``block.*`` for depth 1 (no ``depth`` key means 1) and ``blocks.<i>.*`` beyond."""
     P, C, D = config["patch_size"], config["in_chans"], config["dim"]
     F, K = config["mlp_dim"], config["num_classes"]
     N = (config["img_size"] // P) ** 2
     shapes = {"cls_token": (1, 1, D)}
     if config["use_pos_emb"]:
         shapes["pos_embed"] = (1, N + 1, D)
-    shapes.update({
-        "patch_embed.weight": (P * P * C, D), "patch_embed.bias": (D,),
-        "block.norm1.weight": (D,), "block.norm1.bias": (D,),
-        "block.attn.qkv.weight": (D, 3 * D), "block.attn.proj.weight": (D, D),
-        "block.norm2.weight": (D,), "block.norm2.bias": (D,),
-        "block.mlp.fc1.weight": (D, F), "block.mlp.fc1.bias": (F,),
-        "block.mlp.fc2.weight": (F, D), "block.mlp.fc2.bias": (D,),
-        "norm.weight": (D,), "norm.bias": (D,), "head.weight": (D, K), "head.bias": (K,)})
+    shapes.update({"patch_embed.weight": (P * P * C, D), "patch_embed.bias": (D,)})
+    block = dict(zip(BLOCK_PARAMS, [(D,), (D,), (D, 3 * D), (D, D), (D,), (D,), (D, F), (F,),
+                                    (F, D), (D,)]))
+    for prefix in block_prefixes(config.get("depth", 1)):
+        shapes.update((prefix + name, shape) for name, shape in block.items())
+    shapes.update({"norm.weight": (D,), "norm.bias": (D,), "head.weight": (D, K),
+                   "head.bias": (K,)})
     return shapes
 
 
@@ -89,39 +94,37 @@ def parameter_count(config: dict) -> int:
 
 
 def activation_bytes(config: dict, itemsize: int = 8) -> int:
-    """An estimate of one image's forward activations, in bytes: T = N + 1 tokens,
-    ``itemsize * (num_heads * T**2 + T * (8 * dim + 2 * mlp_dim))`` (the attention weights;
-    the tokens, q, k, v, the attention output and the MLP's hidden layer)."""
+    """An estimate of one image's forward activations, in bytes: T = N + 1 tokens, L blocks,
+    ``itemsize * L * (num_heads * T**2 + T * (8 * dim + 2 * mlp_dim))`` (per block the
+    attention weights; the tokens, q, k, v, the attention output and the MLP's hidden layer:
+    a training step keeps every block's for the backward)."""
     T = (config["img_size"] // config["patch_size"]) ** 2 + 1
-    return itemsize * (config["num_heads"] * T * T + T * (8 * config["dim"]
-                                                            + 2 * config["mlp_dim"]))
+    per_block = config["num_heads"] * T * T + T * (8 * config["dim"] + 2 * config["mlp_dim"])
+    return itemsize * config.get("depth", 1) * per_block
 
 
 def check_config(config: dict, dtype=np.float64, max_parameters: int | None = None,
                  owner: str = "TinyViT") -> None:
     """ValueError/TypeError unless ``config`` (the constructor arguments) describes a
     TinyViT within the size bounds: positive integer sizes, patch_size dividing img_size,
-    num_heads dividing dim, at most ``max_parameters`` parameters (default: the current
-    :func:`limits`) and at most ``MAX_ACTIVATION_BYTES`` of activations per image."""
+    num_heads dividing dim, 1 <= depth <= ``MAX_DEPTH`` (no ``depth`` key: 1), at most
+    ``max_parameters`` parameters (default: the current :func:`limits`) and at most
+    ``MAX_ACTIVATION_BYTES`` of activations per image."""
     for name in ("img_size", "patch_size", "in_chans", "dim", "mlp_dim", "num_classes"):
-        _positive_int(name, config[name], owner)
+        checks.positive_int(name, config[name], owner=owner)
+    checks.integer("depth", config.get("depth", 1), low=1, high=MAX_DEPTH, owner=owner)
     if config["img_size"] % config["patch_size"]:
         raise ValueError(f"{owner} patch_size: got {config['patch_size']}; expected a divisor "
                          f"of img_size = {config['img_size']}")
-    heads = config["num_heads"]
-    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)):
-        raise TypeError(f"{owner} num_heads: got {heads!r} ({type(heads).__name__}); expected "
-                        "a positive integer")
+    heads = checks.integer("num_heads", config["num_heads"], owner=owner)
     if heads <= 0 or config["dim"] % heads:
         raise ValueError(f"{owner} num_heads: got {heads}; expected a positive integer "
                          f"dividing D = {config['dim']}")
-    if not isinstance(config["use_pos_emb"], (bool, np.bool_)):
-        raise TypeError(f"{owner} use_pos_emb: got {config['use_pos_emb']!r}; expected True or "
-                        "False")
+    checks.boolean("use_pos_emb", config["use_pos_emb"], owner=owner)
     limit, act_limit = _LIMITS.get()
     if max_parameters is not None:
-        limit = _positive_int("max_parameters", max_parameters, owner)
-    shown = ", ".join(f"{k}={config[k]}" for k in CONFIG_KEYS[:7])
+        limit = checks.positive_int("max_parameters", max_parameters, owner=owner)
+    shown = ", ".join(f"{k}={config.get(k, 1)}" for k in CONFIG_KEYS[:7] + ("depth",))
     n = parameter_count(config)
     if n > limit:
         raise ValueError(f"{owner}: the config ({shown}) makes {n:,} parameters; expected at "
@@ -144,10 +147,11 @@ def parse_config(text, where: str) -> tuple[dict, str]:
         raise ValueError(f"{where}: entry 'config' is a JSON {type(config).__name__}; "
                          "expected a JSON object of the model's constructor arguments")
     keys = {*CONFIG_KEYS, "dtype"}
+    config.setdefault("depth", 1)  # saved before TinyViT had depth: one block
     if set(config) != keys:
         raise ValueError(f"{where}: entry 'config' has keys missing "
                          f"{sorted(keys - set(config))} and unknown {sorted(set(config) - keys)}"
-                         f"; expected exactly {sorted(keys)}")
+                         f"; expected exactly {sorted(keys)} (depth may be left out: 1)")
     dtype = config.pop("dtype")
     if dtype not in DTYPES:
         raise ValueError(f"{where}: entry 'config' dtype: got {dtype!r}; expected one of "
@@ -159,10 +163,3 @@ def parse_config(text, where: str) -> tuple[dict, str]:
                              f"{'true or false' if want is bool else 'a positive integer'}")
     return config, dtype
 
-
-
-
-def _positive_int(name: str, value, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{owner} {name}: got {value!r}; expected a positive integer")
-    return int(value)

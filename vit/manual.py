@@ -18,6 +18,11 @@ Buffers are reused in place wherever the value they hold is no longer needed.
 
     loss, grads = loss_and_grads(params, images, targets, patch_size=4, num_heads=2)
     sgd_step(params, grads, lr=0.1)
+
+Depth: the encoder blocks are found from the parameter names, ``block.*`` for one block (the
+contract's model) or ``blocks.0.*`` ... ``blocks.{L-1}.*`` for L > 1 (as ``TinyViT(depth=L)``
+names them); the forward runs them in order and the backward in reverse, each block's
+backward the same function.
 """
 from __future__ import annotations
 
@@ -25,19 +30,36 @@ import math
 
 import numpy as np
 
-__all__ = ["loss_and_grads", "sgd_step", "forward", "PARAM_NAMES"]
+__all__ = ["loss_and_grads", "sgd_step", "forward", "block_prefixes", "param_names",
+           "PARAM_NAMES", "BLOCK_PARAMS", "LN_EPS", "GELU_C", "GELU_K", "MAX_DEPTH"]
 
-EPS = 1e-5  # LayerNorm
-_GELU_C = math.sqrt(2.0 / math.pi)
-_GELU_K = 0.044715
+#: The model's constants (docs/contract.md), defined once for vit: LayerNorm's eps and the
+#: tanh GELU's sqrt(2/pi) and cubic coefficient (vit/block.py's ``vit_block`` uses these too).
+LN_EPS = 1e-5
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_K = 0.044715
+#: The most encoder blocks a parameter dict may name (as vit.limits bounds TinyViT's depth).
+MAX_DEPTH = 1024
 
-PARAM_NAMES = (
-    "patch_embed.weight", "patch_embed.bias", "cls_token", "pos_embed",
-    "block.norm1.weight", "block.norm1.bias", "block.attn.qkv.weight", "block.attn.proj.weight",
-    "block.norm2.weight", "block.norm2.bias", "block.mlp.fc1.weight", "block.mlp.fc1.bias",
-    "block.mlp.fc2.weight", "block.mlp.fc2.bias", "norm.weight", "norm.bias",
-    "head.weight", "head.bias",
-)
+#: The parameters of one encoder block, after its prefix (``block.`` or ``blocks.<i>.``).
+BLOCK_PARAMS = ("norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.proj.weight",
+                "norm2.weight", "norm2.bias", "mlp.fc1.weight", "mlp.fc1.bias",
+                "mlp.fc2.weight", "mlp.fc2.bias")
+
+
+def block_prefixes(depth: int) -> list[str]:
+    """The encoder blocks' name prefixes: ``["block."]`` for one block, else ``blocks.<i>.``."""
+    return ["block."] if depth == 1 else [f"blocks.{i}." for i in range(depth)]
+
+
+def param_names(depth: int = 1) -> tuple[str, ...]:
+    """Every parameter name of a TinyViT of ``depth`` blocks (``pos_embed`` may be absent)."""
+    blocks = [prefix + name for prefix in block_prefixes(depth) for name in BLOCK_PARAMS]
+    return ("patch_embed.weight", "patch_embed.bias", "cls_token", "pos_embed", *blocks,
+            "norm.weight", "norm.bias", "head.weight", "head.bias")
+
+
+PARAM_NAMES = param_names(1)
 
 
 # ---- patch embedding, CLS token, position embedding ------------------------------------------
@@ -109,7 +131,7 @@ def layer_norm_forward(x, w, b):
     inv_d = np.full(x.shape[1], 1.0 / x.shape[1], dtype=x.dtype)
     xhat = x - (x @ inv_d)[:, None]
     r = np.square(xhat) @ inv_d  # σ²
-    r += EPS
+    r += LN_EPS
     np.sqrt(r, out=r)
     np.divide(1.0, r, out=r)
     r = r[:, None]
@@ -230,10 +252,10 @@ def mlp_forward(h, w1, b1, w2, b2):
     z = h @ w1
     z += b1
     tau = z * z
-    tau *= _GELU_K
+    tau *= GELU_K
     tau += 1.0
     tau *= z
-    tau *= _GELU_C
+    tau *= GELU_C
     np.tanh(tau, out=tau)
     a = tau + 1.0
     a *= z
@@ -259,9 +281,9 @@ def mlp_backward(g, cache):
     np.multiply(tau, tau, out=a)
     np.subtract(1.0, a, out=a)  # 1 - τ²
     a *= z
-    a *= 0.5 * _GELU_C
+    a *= 0.5 * GELU_C
     z *= z
-    z *= 3.0 * _GELU_K
+    z *= 3.0 * GELU_K
     z += 1.0
     a *= z
     tau += 1.0
@@ -316,36 +338,78 @@ def cross_entropy_backward(cache):
 
 
 # ---- the whole model ---------------------------------------------------------------------------
-def forward(params, images, patch_size, num_heads):
-    """Logits (B, K) and every stage's cache, in forward order."""
-    p = params
-    w_pe = p["patch_embed.weight"]
-    B = images.shape[0]
-    t, emb = embed_forward(images, w_pe, p["patch_embed.bias"], p["cls_token"],
-                           p.get("pos_embed"), patch_size)
-    h1, ln1 = layer_norm_forward(t, p["block.norm1.weight"], p["block.norm1.bias"])
-    t1, attn = attention_forward(h1, p["block.attn.qkv.weight"], p["block.attn.proj.weight"],
-                                 B, num_heads)
+def _depth(params) -> int:
+    """The number of encoder blocks ``params`` names: 1 for ``block.*``, L for ``blocks.0.*``
+    ... ``blocks.{L-1}.*``; a KeyError naming what is missing or mixed up otherwise."""
+    if not hasattr(params, "keys"):
+        raise TypeError(f"params: got {type(params).__name__}; expected a dict of name -> array")
+    if any(k.startswith("block.") for k in params):
+        if any(k.startswith("blocks.") for k in params):
+            raise KeyError("params: both 'block.*' (one block) and 'blocks.<i>.*' names; "
+                           "expected one scheme")
+        return 1
+    depth = 0
+    while depth < MAX_DEPTH and f"blocks.{depth}.norm1.weight" in params:
+        depth += 1
+    return max(depth, 1)  # no blocks at all: the check of block. names reports them missing
+
+
+def block_forward(t, p, prefix, batch, num_heads):
+    """One pre-norm block on the tokens t (M, D): t1 = t + attn(LN1(t)); t1 + mlp(LN2(t1)).
+    Returns the block's output and its caches (ln1, attn, ln2, mlp)."""
+    h1, ln1 = layer_norm_forward(t, p[prefix + "norm1.weight"], p[prefix + "norm1.bias"])
+    t1, attn = attention_forward(h1, p[prefix + "attn.qkv.weight"],
+                                 p[prefix + "attn.proj.weight"], batch, num_heads)
     t1 += t  # residual
-    h2, ln2 = layer_norm_forward(t1, p["block.norm2.weight"], p["block.norm2.bias"])
-    t2, mlp = mlp_forward(h2, p["block.mlp.fc1.weight"], p["block.mlp.fc1.bias"],
-                          p["block.mlp.fc2.weight"], p["block.mlp.fc2.bias"])
+    h2, ln2 = layer_norm_forward(t1, p[prefix + "norm2.weight"], p[prefix + "norm2.bias"])
+    t2, mlp = mlp_forward(h2, p[prefix + "mlp.fc1.weight"], p[prefix + "mlp.fc1.bias"],
+                          p[prefix + "mlp.fc2.weight"], p[prefix + "mlp.fc2.bias"])
     t2 += t1  # residual
-    cls = t2.reshape(B, -1, t2.shape[1])[:, 0]  # (B, D)
+    return t2, (ln1, attn, ln2, mlp)
+
+
+def block_backward(dt2, cache, g, prefix, batch, num_heads):
+    """The block's output gradient (M, D) -> its input gradient; its parameters' gradients
+    go into ``g`` under ``prefix``. Each residual adds the gradient that skips the stage."""
+    ln1, attn, ln2, mlp = cache
+    dh2, g[prefix + "mlp.fc1.weight"], g[prefix + "mlp.fc1.bias"], \
+        g[prefix + "mlp.fc2.weight"], g[prefix + "mlp.fc2.bias"] = mlp_backward(dt2, mlp)
+    dt1, g[prefix + "norm2.weight"], g[prefix + "norm2.bias"] = layer_norm_backward(dh2, ln2)
+    dt1 += dt2  # residual
+    dh1, g[prefix + "attn.qkv.weight"], g[prefix + "attn.proj.weight"] = attention_backward(
+        dt1, attn, batch, num_heads)
+    dt, g[prefix + "norm1.weight"], g[prefix + "norm1.bias"] = layer_norm_backward(dh1, ln1)
+    dt += dt1  # residual
+    return dt
+
+
+def forward(params, images, patch_size, num_heads):
+    """Logits (B, K) and every stage's cache: (embedding, [each block's], final norm, CLS)."""
+    p = params
+    B = images.shape[0]
+    t, emb = embed_forward(images, p["patch_embed.weight"], p["patch_embed.bias"],
+                           p["cls_token"], p.get("pos_embed"), patch_size)
+    blocks = []
+    for prefix in block_prefixes(_depth(p)):
+        t, cache = block_forward(t, p, prefix, B, num_heads)
+        blocks.append(cache)
+    cls = t.reshape(B, -1, t.shape[1])[:, 0]  # (B, D)
     c, lnf = layer_norm_forward(cls, p["norm.weight"], p["norm.bias"])
     logits = head_forward(c, p["head.weight"], p["head.bias"])
-    return logits, (emb, ln1, attn, ln2, mlp, lnf, c)
+    return logits, (emb, blocks, lnf, c)
 
 
 def loss_and_grads(params, images, targets, patch_size, num_heads):
     """Mean cross-entropy of TinyViT on (images, targets) and its gradient w.r.t. every parameter.
 
-    params: NumPy arrays named as ``TinyViT.state_dict()`` (``pos_embed`` optional), all of
-    one floating dtype; images (B, C, H, W), cast to that dtype; targets: integer labels (B,)
-    or soft targets (B, K). Returns (loss as a float, grads with the same keys, shapes and
-    dtype as params). Nothing passed in is modified.
+    params: NumPy arrays named as ``TinyViT.state_dict()`` (``pos_embed`` optional; any
+    depth, see the module docstring), all of one floating dtype; images (B, C, H, W), cast to
+    that dtype; targets: integer labels (B,) or soft targets (B, K). Returns (loss as a
+    float, grads with the same keys, shapes and dtype as params). Nothing passed in is
+    modified.
     """
-    missing = [n for n in PARAM_NAMES if n not in params and n != "pos_embed"]
+    depth = _depth(params)
+    missing = [n for n in param_names(depth) if n not in params and n != "pos_embed"]
     if missing:
         raise KeyError(f"loss_and_grads params: missing {', '.join(missing)}")
     dtype = params["patch_embed.weight"].dtype
@@ -354,7 +418,7 @@ def loss_and_grads(params, images, targets, patch_size, num_heads):
     if targets.dtype.kind == "f":
         targets = targets.astype(dtype, copy=False)
     B = images.shape[0]
-    logits, (emb, ln1, attn, ln2, mlp, lnf, c) = forward(params, images, patch_size, num_heads)
+    logits, (emb, blocks, lnf, c) = forward(params, images, patch_size, num_heads)
     loss, ce = cross_entropy_forward(logits, targets)
 
     g = {}
@@ -362,18 +426,12 @@ def loss_and_grads(params, images, targets, patch_size, num_heads):
     dc, g["head.weight"], g["head.bias"] = head_backward(dlogits, c, params["head.weight"])
     dcls, g["norm.weight"], g["norm.bias"] = layer_norm_backward(dc, lnf)
     M, D = emb[0].shape[0], dcls.shape[1]
-    # Only the CLS rows reach the loss; the other rows' gradient is 0 here, and the MLP's
-    # backward still runs on all M rows (as the engine does), so both do the same work.
-    dt2 = np.zeros((M, D), dtype=dtype)
-    dt2.reshape(B, -1, D)[:, 0] = dcls
-    dh2, g["block.mlp.fc1.weight"], g["block.mlp.fc1.bias"], g["block.mlp.fc2.weight"], \
-        g["block.mlp.fc2.bias"] = mlp_backward(dt2, mlp)
-    dt1, g["block.norm2.weight"], g["block.norm2.bias"] = layer_norm_backward(dh2, ln2)
-    dt1 += dt2  # residual
-    dh1, g["block.attn.qkv.weight"], g["block.attn.proj.weight"] = attention_backward(
-        dt1, attn, B, num_heads)
-    dt, g["block.norm1.weight"], g["block.norm1.bias"] = layer_norm_backward(dh1, ln1)
-    dt += dt1  # residual
+    # Only the CLS rows reach the loss; the other rows' gradient is 0 here, and the last
+    # block's backward still runs on all M rows (as the engine does), so both do the same work.
+    dt = np.zeros((M, D), dtype=dtype)
+    dt.reshape(B, -1, D)[:, 0] = dcls
+    for prefix, cache in zip(reversed(block_prefixes(depth)), reversed(blocks)):
+        dt = block_backward(dt, cache, g, prefix, B, num_heads)
     has_pos = params.get("pos_embed") is not None
     g["patch_embed.weight"], g["patch_embed.bias"], g["cls_token"], dpos = embed_backward(
         dt, emb, B, has_pos)

@@ -1,7 +1,8 @@
-"""TinyViT: patches -> tokens -> one pre-norm encoder block -> [CLS] -> class logits.
+"""TinyViT: patches -> tokens -> pre-norm encoder blocks (one by default) -> [CLS] -> logits.
 
-Follows ``spec/tinyvit.md``. Shapes: B images of C channels, H = W = img_size pixels, patch
-side P, N = (H/P)(W/P) patches, D features, K classes.
+Follows docs/contract.md (section 2; ``depth`` is an extension, section 4). Shapes: B images
+of C channels, H = W = img_size pixels, patch side P, N = (H/P)(W/P) patches, D features, K
+classes.
 """
 from __future__ import annotations
 
@@ -11,19 +12,20 @@ import os
 import numpy as np
 
 import minigrad as mg
-from minigrad import F, Tensor
-from minigrad.nn import LayerNorm, Linear, Module, Parameter
+from minigrad import F, Tensor, checks
+from minigrad.nn import LayerNorm, Linear, Module, ModuleList, Parameter
 
+from . import manual
 from .block import Block
-from .limits import (CONFIG_KEYS, DTYPES, MAX_ACTIVATION_BYTES, MAX_PARAMETERS,
+from .limits import (CONFIG_KEYS, DTYPES, MAX_ACTIVATION_BYTES, MAX_DEPTH, MAX_PARAMETERS,
                      activation_bytes, check_config, current_limits, limits, parameter_count,
                      parameter_shapes, parse_config)
-from .losses import one_hot
 from .npz import load_npz, save_npz_atomic
 
 __all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
            "parameter_shapes", "parameter_count", "activation_bytes", "check_config",
-           "parse_config", "limits", "current_limits", "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "DTYPES"]
+           "parse_config", "limits", "current_limits", "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES",
+           "MAX_DEPTH", "DTYPES"]
 
 def patchify(x, patch_size: int):
     """(B, C, H, W) -> (B, N, P·P·C): patches in row-major order over the (H/P, W/P) grid,
@@ -57,10 +59,11 @@ def unpatchify(tokens, patch_size: int, in_chans: int, img_size):
     ``img_size`` is H = W, or a pair (H, W); N must be (H/P)·(W/P) and the last axis P·P·C,
     flattened as (p1, p2, c). ``unpatchify(patchify(x, P), P, C, (H, W))`` is ``x`` exactly.
     """
-    P = _positive_int("patch_size", patch_size, "unpatchify")
-    C = _positive_int("in_chans", in_chans, "unpatchify")
+    P = checks.positive_int("patch_size", patch_size, owner="unpatchify")
+    C = checks.positive_int("in_chans", in_chans, owner="unpatchify")
     H, W = (img_size, img_size) if not isinstance(img_size, (tuple, list)) else img_size
-    H, W = _positive_int("img_size", H, "unpatchify"), _positive_int("img_size", W, "unpatchify")
+    H = checks.positive_int("img_size", H, owner="unpatchify")
+    W = checks.positive_int("img_size", W, owner="unpatchify")
     if H % P or W % P:
         raise ValueError(f"unpatchify img_size: got {(H, W)}; expected sides that are "
                          f"multiples of patch_size = {P}")
@@ -78,18 +81,16 @@ def unpatchify(tokens, patch_size: int, in_chans: int, img_size):
     return x.reshape(B, C, H, W)
 
 
-def _positive_int(name: str, value, owner: str = "TinyViT") -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{owner} {name}: got {value!r}; expected a positive integer")
-    return int(value)
-
-
 class TinyViT(Module):
-    """A Vision Transformer classifier with one pre-norm encoder block.
+    """A Vision Transformer classifier with ``depth`` pre-norm encoder blocks (the contract's
+    model has one: ``depth=1``, the default).
 
     Parameters (PyTorch/timm-style names): ``patch_embed`` (P·P·C, D) + bias, ``cls_token``
-    (1, 1, D), ``pos_embed`` (1, N+1, D) when ``use_pos_emb``, ``block.{norm1, attn.qkv,
-    attn.proj, norm2, mlp.fc1, mlp.fc2}``, ``norm`` (final LayerNorm) and ``head`` (D, K) + bias.
+    (1, 1, D), ``pos_embed`` (1, N+1, D) when ``use_pos_emb``, the blocks' ``{norm1, attn.qkv,
+    attn.proj, norm2, mlp.fc1, mlp.fc2}`` under ``block.`` for one block (the contract's
+    names, and those of every model saved before depth existed) or ``blocks.0.`` ...
+    ``blocks.{depth-1}.`` (timm's names) for more, ``norm`` (final LayerNorm) and ``head``
+    (D, K) + bias.
     Weights ~ N(0, 1/fan_in), biases 0, CLS and position embeddings ~ N(0, 0.02²), LayerNorm
     gains 1 and biases 0; ``seed`` makes the initialization reproducible.
 
@@ -103,21 +104,13 @@ class TinyViT(Module):
 
     def __init__(self, img_size: int = 8, patch_size: int = 4, in_chans: int = 1, dim: int = 16,
                  num_heads: int = 2, mlp_dim: int = 32, num_classes: int = 2,
-                 use_pos_emb: bool = True, *, dtype=np.float64, seed: int | None = None,
-                 max_parameters: int | None = None) -> None:
+                 use_pos_emb: bool = True, *, depth: int = 1, dtype=np.float64,
+                 seed: int | None = None, max_parameters: int | None = None) -> None:
         super().__init__()
-        try:
-            np_dtype = np.dtype(dtype)
-        except TypeError:
-            np_dtype = None
-        if np_dtype is None or np_dtype.kind != "f":
-            shown = repr(dtype) if np_dtype is None else np_dtype
-            raise TypeError(f"TinyViT dtype: got {shown}; "
-                            "expected a floating dtype (np.float32, np.float64)")
-        dtype = np_dtype
+        dtype = checks.floating_dtype("dtype", dtype, owner="TinyViT")
         check_config(dict(img_size=img_size, patch_size=patch_size, in_chans=in_chans, dim=dim,
                           num_heads=num_heads, mlp_dim=mlp_dim, num_classes=num_classes,
-                          use_pos_emb=use_pos_emb), dtype, max_parameters)
+                          use_pos_emb=use_pos_emb, depth=depth), dtype, max_parameters)
         try:
             rng = np.random.default_rng(seed)
         except (TypeError, ValueError) as e:
@@ -126,7 +119,7 @@ class TinyViT(Module):
         self.config = dict(img_size=int(img_size), patch_size=int(patch_size),
                            in_chans=int(in_chans), dim=int(dim), num_heads=int(num_heads),
                            mlp_dim=int(mlp_dim), num_classes=int(num_classes),
-                           use_pos_emb=bool(use_pos_emb))
+                           use_pos_emb=bool(use_pos_emb), depth=int(depth))
         self.patch_size, self.num_heads, self.use_pos_emb = patch_size, num_heads, use_pos_emb
         self.dtype = dtype
         self.num_patches = (img_size // patch_size) ** 2
@@ -134,7 +127,12 @@ class TinyViT(Module):
         self.cls_token = Parameter((0.02 * rng.standard_normal((1, 1, dim))).astype(dtype))
         self.pos_embed = (Parameter((0.02 * rng.standard_normal((1, self.num_patches + 1, dim)))
                                     .astype(dtype)) if use_pos_emb else None)
-        self.block = Block(dim, num_heads, mlp_dim, dtype=dtype, rng=rng)
+        # One block keeps the contract's name; more are a list, as timm holds them.
+        blocks = [Block(dim, num_heads, mlp_dim, dtype=dtype, rng=rng) for _ in range(depth)]
+        if depth == 1:
+            self.block = blocks[0]
+        else:
+            self.blocks = ModuleList(blocks)
         self.norm = LayerNorm(dim, dtype=dtype)
         self.head = Linear(dim, num_classes, dtype=dtype, rng=rng)
 
@@ -152,17 +150,28 @@ class TinyViT(Module):
         t = F.concatenate([cls, tokens], axis=1)  # (B, N+1, D)
         return t if self.pos_embed is None else t + self.pos_embed
 
+    def encoder_blocks(self) -> list[Block]:
+        """The encoder blocks in the order they run (one for ``depth=1``)."""
+        return [self.block] if self.config["depth"] == 1 else list(self.blocks)
+
+    def encode(self, t: Tensor) -> Tensor:
+        """The encoder: every block in turn, (B, T, D) -> (B, T, D)."""
+        for block in self.encoder_blocks():  # over layers (the contract's no-loop rule is
+            t = block(t)                     # about batch, heads and tokens)
+        return t
+
     def features(self, x: Tensor) -> Tensor:
         """Final-LayerNormed CLS token, (B, C, H, W) Tensor -> (B, D) Tensor."""
-        return self.norm(self.block(self.tokens(x))[:, 0])
+        return self.norm(self.encode(self.tokens(x))[:, 0])
 
     def logits(self, x: Tensor) -> Tensor:
         """(B, C, H, W) Tensor -> (B, K) differentiable logits."""
         return self.head(self.features(x))
 
     # ---- the NumPy contract ------------------------------------------------------------
-    def _images(self, x) -> np.ndarray:
-        """Validate images and cast them to the model's dtype (the caller's array is untouched)."""
+    def images_array(self, x) -> np.ndarray:
+        """Images (B, C, H, W), an array or a Tensor, validated (shape, dtype, the activation
+        bound) and cast to the model's dtype, as a NumPy array (the caller's is untouched)."""
         x = np.asarray(x.data if isinstance(x, Tensor) else x)
         self._check_images(x)
         return x.astype(self.dtype, copy=False)
@@ -214,7 +223,7 @@ class TinyViT(Module):
     def cls_features(self, x) -> np.ndarray:
         """Final-LayerNormed CLS token, (B, D)."""
         with mg.no_grad():
-            return self.features(Tensor(self._images(x))).data
+            return self.features(Tensor(self.images_array(x))).data
 
     def forward(self, x):
         """Logits (B, num_classes): a NumPy array for an array, a differentiable Tensor for a Tensor."""
@@ -222,11 +231,11 @@ class TinyViT(Module):
             self._check_images(x)
             return self.logits(x if x.dtype == self.dtype else x.astype(self.dtype))
         with mg.no_grad():
-            return self.logits(Tensor(self._images(x))).data
+            return self.logits(Tensor(self.images_array(x))).data
 
     def loss(self, x, y) -> float:
         """Mean cross-entropy against integer labels (B,) or soft targets (B, K)."""
-        x = self._images(x)
+        x = self.images_array(x)
         y = self._targets(y, len(x))
         with mg.no_grad():
             return float(F.cross_entropy(self.logits(Tensor(x)), y).item())
@@ -238,9 +247,8 @@ class TinyViT(Module):
         form dlogits = (softmax(logits) - onehot(y)) / B, dW = clsᵀ dlogits, db = Σ_B dlogits.
         ``full=True``: every parameter moves by -lr * grad, the gradient from the engine.
         """
-        if not (isinstance(lr, (int, float, np.floating)) and np.isfinite(lr) and lr > 0):
-            raise ValueError(f"TinyViT train_step lr: got {lr!r}; expected a positive number")
-        x = self._images(x)
+        lr = checks.real("lr", lr, low=0, low_open=True, owner="TinyViT train_step")
+        x = self.images_array(x)
         y = self._targets(y, len(x))
         for name, a in (("x", x), ("y", y)):  # a NaN would silently poison every parameter
             if a.dtype.kind == "f" and not np.isfinite(a).all():
@@ -254,7 +262,7 @@ class TinyViT(Module):
             named = [(n, p) for n, p in self.named_parameters() if p.grad is not None]
             self._apply_finite([(n, p.data, p.grad) for n, p in named], lr)
             return float(loss.item())
-        return self._probe_step(x, y, lr, check=True)[0]
+        return self.probe_step(x, y, lr, check=True)[0]
 
     def _apply_finite(self, updates: list, lr: float) -> None:
         """``param -= lr * grad`` for every (name, param, grad), or, if any result is NaN
@@ -270,26 +278,24 @@ class TinyViT(Module):
         for _, param, value in new:
             param[...] = value
 
-    def _probe_step(self, x: np.ndarray, y: np.ndarray, lr: float,
-                    check: bool = False) -> tuple[float, np.ndarray]:
-        """The head-only step on checked inputs; returns (loss, logits) before the step, so
-        a training loop can count correct predictions without a second forward. With
-        ``check``, a step that would make the head non-finite raises and changes nothing
-        (a training loop instead sees the next loss diverge)."""
+    def probe_step(self, x: np.ndarray, y: np.ndarray, lr: float,
+                   check: bool = False) -> tuple[float, np.ndarray]:
+        """The head-only step (the contract's linear probe) on checked inputs: images in the
+        model's dtype and integer labels (B,) or soft targets (B, K). Returns (loss, logits)
+        before the step, so a training loop can count correct predictions without a second
+        forward. The loss and dlogits are vit/manual.py's cross-entropy, the head's gradient
+        its ``head_backward``. With ``check``, a step that would make the head non-finite
+        raises and changes nothing (a training loop instead sees the next loss diverge)."""
         cls = self.cls_features(x)
         W, b = self.head.weight.data, self.head.bias.data
-        logits = cls @ W + b
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-        target = one_hot(y, W.shape[1], self.dtype) if y.ndim == 1 else y
-        loss = float(-(target * log_p).sum() / len(x))
-        dlogits = (np.exp(log_p) * target.sum(axis=1, keepdims=True) - target) / len(x)
+        logits = manual.head_forward(cls, W, b)
+        loss, cache = manual.cross_entropy_forward(logits, y)
+        _, dW, db = manual.head_backward(manual.cross_entropy_backward(cache), cls, W)
         if check:
-            self._apply_finite([("head.weight", W, cls.T @ dlogits),
-                                ("head.bias", b, dlogits.sum(axis=0))], lr)
+            self._apply_finite([("head.weight", W, dW), ("head.bias", b, db)], lr)
         else:
-            W -= lr * (cls.T @ dlogits)
-            b -= lr * dlogits.sum(axis=0)
+            W -= lr * dW
+            b -= lr * db
         return loss, logits
 
     # ---- files -------------------------------------------------------------------------
@@ -303,7 +309,8 @@ class TinyViT(Module):
     def load(cls, path: str | os.PathLike, max_parameters: int | None = None) -> TinyViT:
         """Rebuild a model saved by :meth:`save`. Never unpickles; the config is checked
         (keys, types, dtype, size bounds) before the model is built, and missing, extra or
-        misshapen arrays are refused with a ValueError."""
+        misshapen arrays are refused with a ValueError. A config without ``depth`` (saved
+        before it existed) is one block."""
         arrays = load_npz(path)
         where = f"TinyViT.load {path}"
         if "config" not in arrays:

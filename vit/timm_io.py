@@ -15,7 +15,6 @@ weight (D, C, P, P).
 """
 from __future__ import annotations
 
-import inspect
 import math
 import re
 from typing import Any, Mapping
@@ -26,7 +25,7 @@ from minigrad.nn import LayerNorm, Linear, ModuleList
 
 from .block import Attention, Block, Mlp
 from .data import Normalizer
-from .model import TinyViT
+from .model import MAX_DEPTH, TinyViT
 
 __all__ = ["to_timm", "from_timm"]
 
@@ -40,7 +39,7 @@ _IN_BLOCK = {"norm1.weight": "same", "norm1.bias": "same", "attn.qkv.weight": "l
              "attn.proj.weight": "linear", "norm2.weight": "same", "norm2.bias": "same",
              "mlp.fc1.weight": "linear", "mlp.fc1.bias": "same", "mlp.fc2.weight": "linear",
              "mlp.fc2.bias": "same"}
-_BLOCK = re.compile(r"(?:block|blocks\.(0|[1-9][0-9]{0,3}))\.(.+)")
+_BLOCK = re.compile(r"(?:block|blocks\.(0|[1-9][0-9]{0,3}))\.(.+)")  # indices < MAX_DEPTH
 _MODULES = (TinyViT, Block, Attention, Mlp, Linear, LayerNorm, ModuleList)
 
 # timm 1.0.31's defaults of the VisionTransformer arguments this module reads, and of our two
@@ -56,7 +55,7 @@ _DEFAULTS: dict[str, Any] = dict(
     fix_init=False, embed_layer=None, embed_norm_layer=None, norm_layer=None, act_layer=None,
     block_fn=None, mlp_layer=None, attn_layer=None, norm_eps=1e-6, preprocessing=None)
 _LIMITS = dict(img_size=1 << 16, patch_size=1 << 16, in_chans=1 << 12, num_classes=1 << 20,
-               embed_dim=1 << 16, depth=1 << 10, num_heads=1 << 16)
+               embed_dim=1 << 16, depth=MAX_DEPTH, num_heads=1 << 16)
 _KEY_HINTS = (("reg_token", "register tokens"), ("dist_token", "a distillation token"),
               ("head_dist", "a distillation head"), (".ls1.", "layer scale"),
               (".ls2.", "layer scale"), ("q_norm", "qk_norm"), ("k_norm", "qk_norm"),
@@ -257,8 +256,6 @@ def _settings(config: Mapping) -> dict[str, Any]:
         raise ValueError(f"from_timm config: img_size {s['img_size']} and embed_dim "
                          f"{s['embed_dim']} must be multiples of patch_size {s['patch_size']} "
                          f"and num_heads {s['num_heads']}")
-    if s["depth"] != 1 and "depth" not in inspect.signature(TinyViT).parameters:
-        raise ValueError(f"from_timm config depth: got {s['depth']}; this TinyViT has one block")
     pre = get("preprocessing")
     if pre is not None:
         _preprocessing(pre, s["in_chans"])
@@ -345,8 +342,6 @@ def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
             raise ValueError(f"from_timm state_dict {key!r}: a nonzero bias, which TinyViT's "
                              "attention does not have (it has no bias there)")
     del s["qkv_bias"]
-    if "depth" not in inspect.signature(TinyViT).parameters:
-        del s["depth"]
     model = TinyViT(**s, dtype=dtype if dtype is not None else dtypes[0])
     P, C = s["patch_size"], s["in_chans"]
     state = {}

@@ -37,7 +37,7 @@ from .checkpoint import check_progress, load_checkpoint, save_checkpoint
 from .files import is_finite_real, shorten
 from .data import Dataset, Normalizer, load_data, position_task
 from .losses import mixup, one_hot
-from .model import TinyViT, current_limits, parameter_count
+from .model import MAX_DEPTH, TinyViT, current_limits, parameter_count
 from .runfolder import MAX_EPOCH, keep_metrics_until, open_run_folder, read_metrics
 
 __all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
@@ -55,7 +55,7 @@ METRICS = "metrics.jsonl"
 MAX_EPOCHS = MAX_EPOCH
 MAX_INT = 2**63 - 1
 
-ADDED_LATER = {"rotate": 0.0, "scale": 0.0, "translate": 0.0}
+ADDED_LATER = {"rotate": 0.0, "scale": 0.0, "translate": 0.0, "depth": 1}
 
 
 @dataclass
@@ -69,6 +69,7 @@ class TrainOptions:
     dim: int = 64
     heads: int = 4
     mlp_dim: int = 128
+    depth: int = 1  # encoder blocks (1: the contract's model)
     no_pos_emb: bool = False
     epochs: int = 150
     batch_size: int = 64
@@ -156,6 +157,7 @@ class TrainOptions:
         for field in ("patch_size", "dim", "heads", "mlp_dim", "batch_size"):
             number(field, 1, integer=True)
         number("epochs", 1, MAX_EPOCHS, integer=True)
+        number("depth", 1, MAX_DEPTH, integer=True)
         for field in ("shift", "seed"):
             number(field, 0, integer=True)
         for field in ("no_pos_emb", "no_decay_norm_bias", "probe"):
@@ -178,10 +180,11 @@ class TrainOptions:
         least = parameter_count(dict(img_size=self.patch_size, patch_size=self.patch_size,
                                      in_chans=1, dim=self.dim, num_heads=self.heads,
                                      mlp_dim=self.mlp_dim, num_classes=2,
-                                     use_pos_emb=not self.no_pos_emb))
+                                     use_pos_emb=not self.no_pos_emb, depth=self.depth))
         limit = current_limits()[0]
         if least > limit:
             raise ValueError(f"TrainOptions --dim {self.dim}, --mlp-dim {self.mlp_dim}, "
+                             f"--depth {self.depth}, "
                              f"--patch-size {self.patch_size}: a model of at least {least:,} "
                              f"parameters; expected at most {limit:,} (vit --max-parameters N "
                              "raises the limit)")
@@ -213,7 +216,7 @@ def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
     return TinyViT(img_size=size, patch_size=options.patch_size, in_chans=channels,
                    dim=options.dim, num_heads=options.heads, mlp_dim=options.mlp_dim,
                    num_classes=data.num_classes, use_pos_emb=not options.no_pos_emb,
-                   dtype=np.dtype(options.dtype), seed=options.seed)
+                   depth=options.depth, dtype=np.dtype(options.dtype), seed=options.seed)
 
 
 #: Parameters that ``no_decay_norm_bias`` exempts from weight decay besides every 1-D one
@@ -289,7 +292,7 @@ def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np
         if o.label_smoothing:
             soft = ((1 - o.label_smoothing) * soft + o.label_smoothing / num_classes)
         # TinyViT.train_step's probe, keeping the logits it computed for the accuracy
-        loss, logits = model._probe_step(x, soft.astype(x.dtype), optimizer.lr)
+        loss, logits = model.probe_step(x, soft.astype(x.dtype), optimizer.lr)
     else:
         out = model(Tensor(x))
         loss_t = F.cross_entropy(out, target, label_smoothing=o.label_smoothing)

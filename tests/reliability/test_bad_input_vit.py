@@ -63,17 +63,17 @@ BLOCK += [
 ]
 
 CTOR = [
-    bad("TinyViT-img_size-None", lambda: TinyViT(img_size=None), ValueError, "img_size", "None"),
+    bad("TinyViT-img_size-None", lambda: TinyViT(img_size=None), TypeError, "img_size", "None"),
     bad("TinyViT-img_size-zero", lambda: TinyViT(img_size=0), ValueError, "img_size", "0"),
     bad("TinyViT-patch-not-dividing", lambda: TinyViT(img_size=8, patch_size=3), ValueError,
         "patch_size", "3"),
     bad("TinyViT-in_chans-zero", lambda: TinyViT(in_chans=0), ValueError, "in_chans", "0"),
-    bad("TinyViT-dim-str", lambda: TinyViT(dim="16"), ValueError, "dim", "'16'"),
+    bad("TinyViT-dim-str", lambda: TinyViT(dim="16"), TypeError, "dim", "'16'"),
     bad("TinyViT-heads-zero", lambda: TinyViT(num_heads=0), ValueError, "num_heads", "0"),
     bad("TinyViT-heads-not-dividing", lambda: TinyViT(dim=16, num_heads=3), ValueError,
         "num_heads", "3"),
     bad("TinyViT-mlp_dim-negative", lambda: TinyViT(mlp_dim=-1), ValueError, "mlp_dim", "-1"),
-    bad("TinyViT-classes-float", lambda: TinyViT(num_classes=2.0), ValueError, "num_classes",
+    bad("TinyViT-classes-float", lambda: TinyViT(num_classes=2.0), TypeError, "num_classes",
         "2.0"),
     bad("TinyViT-pos-emb-str", lambda: TinyViT(use_pos_emb="no"), TypeError, "use_pos_emb",
         "'no'"),
@@ -135,7 +135,8 @@ for m in ("loss", "train_step"):
 for kind, lr in {"zero": 0, "negative": -0.1, "nan": np.nan, "inf": np.inf, "str": "0.1",
                  "None": None}.items():
     METHOD_CASES.append(bad(f"TinyViT.train_step-lr-{kind}",
-                            lambda lr=lr: MODEL.train_step(IMG, Y, lr=lr), ValueError, "lr",
+                            lambda lr=lr: MODEL.train_step(IMG, Y, lr=lr),
+                            TypeError if kind in ("str", "None") else ValueError, "lr",
                             repr(lr) if isinstance(lr, str) else str(lr), keep=PARAMS))
 NAN_IMG = np.where(np.arange(64).reshape(1, 1, 8, 8) == 5, np.nan, IMG)
 for full in (False, True):
@@ -283,7 +284,7 @@ LOSS_MIX = [
         "0"),
     bad("unpatchify-img-not-multiple", lambda: unpatchify(TOK, 4, 1, 6), ValueError, "img_size",
         "(6, 6)"),
-    bad("unpatchify-channels-None", lambda: unpatchify(TOK, 4, None, 8), ValueError,
+    bad("unpatchify-channels-None", lambda: unpatchify(TOK, 4, None, 8), TypeError,
         "in_chans", "None"),
 ]
 

@@ -245,7 +245,8 @@ def test_no_python_loops_in_the_data_path():
 
     import vit.block
     import vit.model
-    functions = [vit.block.attention, vit.block.mlp, vit.block._block, vit.block.vit_block,
+    functions = [vit.block.Attention.forward, vit.block.Mlp.forward, vit.block.Block.forward,
+                 vit.block._block, vit.block.vit_block,
                  vit.model.patchify, TinyViT.features, TinyViT.logits, TinyViT.cls_features,
                  TinyViT.forward, TinyViT.loss, TinyViT.patchify]
     for fn in functions:  # (comprehensions over the 7 arguments are fine; over range() not)

@@ -87,12 +87,14 @@ class TorchTinyViT:
         t = torch.cat([p["cls_token"].reshape(1, 1, D).expand(B, 1, D), tokens], dim=1)
         if c["use_pos_emb"]:
             t = t + p["pos_embed"].reshape(1, -1, D)
-        h = TF.layer_norm(t, (D,), p["block.norm1.weight"], p["block.norm1.bias"], eps=1e-5)
-        w_q, w_k, w_v = p["block.attn.qkv.weight"].split(D, dim=1)  # [W_q | W_k | W_v]
-        t = t + torch_attention(h, w_q, w_k, w_v, p["block.attn.proj.weight"], c["num_heads"])
-        h = TF.layer_norm(t, (D,), p["block.norm2.weight"], p["block.norm2.bias"], eps=1e-5)
-        h = TF.gelu(h @ p["block.mlp.fc1.weight"] + p["block.mlp.fc1.bias"], approximate="tanh")
-        t = t + h @ p["block.mlp.fc2.weight"] + p["block.mlp.fc2.bias"]
+        depth = c.get("depth", 1)  # block. for one block, blocks.0. ... for more
+        for b in ["block."] if depth == 1 else [f"blocks.{i}." for i in range(depth)]:
+            h = TF.layer_norm(t, (D,), p[b + "norm1.weight"], p[b + "norm1.bias"], eps=1e-5)
+            w_q, w_k, w_v = p[b + "attn.qkv.weight"].split(D, dim=1)  # [W_q | W_k | W_v]
+            t = t + torch_attention(h, w_q, w_k, w_v, p[b + "attn.proj.weight"], c["num_heads"])
+            h = TF.layer_norm(t, (D,), p[b + "norm2.weight"], p[b + "norm2.bias"], eps=1e-5)
+            h = TF.gelu(h @ p[b + "mlp.fc1.weight"] + p[b + "mlp.fc1.bias"], approximate="tanh")
+            t = t + h @ p[b + "mlp.fc2.weight"] + p[b + "mlp.fc2.bias"]
         cls = TF.layer_norm(t[:, 0], (D,), p["norm.weight"], p["norm.bias"], eps=1e-5)
         return cls @ p["head.weight"] + p["head.bias"]
 
@@ -119,6 +121,10 @@ def compare(model, x, y, soft=False):
     dict(img_size=6, patch_size=2, in_chans=3, dim=12, num_heads=3, mlp_dim=20, num_classes=5),
     dict(img_size=8, patch_size=4, in_chans=2, dim=8, num_heads=4, mlp_dim=16, num_classes=3,
          use_pos_emb=False),
+    dict(img_size=6, patch_size=2, in_chans=3, dim=12, num_heads=3, mlp_dim=20, num_classes=5,
+         depth=2),
+    dict(img_size=8, patch_size=4, in_chans=2, dim=8, num_heads=2, mlp_dim=16, num_classes=3,
+         use_pos_emb=False, depth=2),
 ])
 def test_tinyvit_logits_loss_and_every_gradient(cfg):
     model = TinyViT(**cfg, seed=0)

@@ -113,13 +113,15 @@ def tinyvit(model, x, *, permute=None):
     t = np.concatenate([np.broadcast_to(p["cls_token"].reshape(1, 1, D), (B, 1, D)), tokens], 1)
     if c["use_pos_emb"]:
         t = t + p["pos_embed"].reshape(1, -1, D)
-    h = layer_norm(t, p["block.norm1.weight"], p["block.norm1.bias"])
-    w_qkv = p["block.attn.qkv.weight"]  # (D, 3D) = [W_q | W_k | W_v]
-    t = t + attention(h, w_qkv[:, :D], w_qkv[:, D:2 * D], w_qkv[:, 2 * D:],
-                      p["block.attn.proj.weight"], H)
-    h = layer_norm(t, p["block.norm2.weight"], p["block.norm2.bias"])
-    hidden = gelu_tanh(h @ p["block.mlp.fc1.weight"] + p["block.mlp.fc1.bias"])
-    t = t + hidden @ p["block.mlp.fc2.weight"] + p["block.mlp.fc2.bias"]
+    depth = c.get("depth", 1)  # one block is named block., more blocks.0. ... (timm's names)
+    for b in ["block."] if depth == 1 else [f"blocks.{i}." for i in range(depth)]:
+        h = layer_norm(t, p[b + "norm1.weight"], p[b + "norm1.bias"])
+        w_qkv = p[b + "attn.qkv.weight"]  # (D, 3D) = [W_q | W_k | W_v]
+        t = t + attention(h, w_qkv[:, :D], w_qkv[:, D:2 * D], w_qkv[:, 2 * D:],
+                          p[b + "attn.proj.weight"], H)
+        h = layer_norm(t, p[b + "norm2.weight"], p[b + "norm2.bias"])
+        hidden = gelu_tanh(h @ p[b + "mlp.fc1.weight"] + p[b + "mlp.fc1.bias"])
+        t = t + hidden @ p[b + "mlp.fc2.weight"] + p[b + "mlp.fc2.bias"]
     cls = layer_norm(t[:, 0], p["norm.weight"], p["norm.bias"])
     return cls, cls @ p["head.weight"] + p["head.bias"]
 
