@@ -219,8 +219,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
             elif np.isinf(p):  # as max |x| (min for -inf): ties share evenly
                 hit = np.abs(x) == kept
                 return g * np.sign(x) * hit / hit.sum(axis=axes, keepdims=True)
-            else:
+            else:  # x_k = 0 gets 0 also for p < 1, where |x|^(p-1) is infinite (PyTorch)
                 grad = g * np.sign(x) * (np.abs(x) / kept) ** (p - 1)
+                return np.where((kept == 0) | (x == 0), 0, grad)
         return np.where(kept == 0, 0, grad)  # the subgradient 0 at out = 0, as PyTorch
 
     return out, vjp

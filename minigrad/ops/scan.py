@@ -38,7 +38,7 @@ def _reverse_cumsum(x, axis):
 
 @op(arrays=1)
 def cumsum(a, axis=None):
-    """out_i = Σ_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i.   docs/backward.md §22; op_cases/scan.py."""
+    """out_i = Σ_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i.   backward.md §22; op_cases/scan.py."""
     x, ax = _scan_input(np.asarray(a), axis, "cumsum")
     shape = np.shape(a)
     out = np.cumsum(x, axis=ax)
@@ -47,8 +47,8 @@ def cumsum(a, axis=None):
 
 @op(arrays=1)
 def cumprod(a, axis=None):
-    """out_i = Π_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i Π_{j <= i, j != k} a_j, exact with zeros.
-    docs/backward.md §21; op_cases/scan.py, test_prod_zeros.py."""
+    """out_i = Π_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i Π_{j <= i, j != k} a_j, exact with
+    zeros.   docs/backward.md §21; tests op_cases/scan.py, test_prod_zeros.py."""
     x, ax = _scan_input(np.asarray(a), axis, "cumprod")
     shape = np.shape(a)
     out = np.cumprod(x, axis=ax)

@@ -147,14 +147,16 @@ def rsqrt(a):
 @op(arrays=2)
 def arctan2(a, b):
     """out = atan2(a, b), the angle of the point (b, a).   VJP: ā = g b / (a² + b²),
-    b̄ = -g a / (a² + b²).   docs/backward.md §24; op_cases/unary.py."""
+    b̄ = -g a / (a² + b²) (0 at the origin).   docs/backward.md §24; op_cases/unary.py."""
     out = np.arctan2(a, b)
 
-    def scale(g):  # nan at a = b = 0, where atan2 has no limit (as PyTorch)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return g / (a * a + b * b)
+    r2 = a * a + b * b
 
-    return out, (lambda g: scale(g) * b, lambda g: -scale(g) * a)
+    def share(g, x):  # 0 at the origin, where atan2 has no limit (as PyTorch gives)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(r2 == 0, 0, g * x / r2)
+
+    return out, (lambda g: share(g, b), lambda g: share(-g, a))
 
 
 @op(arrays=2)
@@ -163,7 +165,7 @@ def hypot(a, b):
     docs/backward.md §24; op_cases/unary.py."""
     out = np.hypot(a, b)
 
-    def share(g, x):  # at the origin: 0, the 2-norm's subgradient PyTorch uses for norm
+    def share(g, x):  # at the origin: 0, the 2-norm's subgradient (PyTorch: nan, see §24)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(out == 0, 0, g * x / out)
 
