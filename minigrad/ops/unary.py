@@ -183,7 +183,14 @@ def logaddexp(a, b):
 @op(arrays=1)
 def sign(a):
     """out = sign a.   VJP: ā = 0 (piecewise constant).   backward.md §24; op_cases/unary.py."""
-    return np.sign(a), _zero
+    try:
+        out = np.sign(a)
+    except TypeError:  # checked only on failure: no cost to the common case
+        if getattr(a, "dtype", None) == np.bool_ or isinstance(a, bool):
+            raise TypeError("sign a: got a bool operand; expected numbers (NumPy has no sign "
+                            "of a bool; cast with astype first)") from None
+        raise
+    return out, _zero
 
 
 @op(arrays=1)

@@ -17,14 +17,9 @@ import pytest
 import minigrad as mg
 from minigrad import F
 
-torch = pytest.importorskip("torch")
+from test_ops_a_catalogs import OPS_A  # noqa: E402  (the list of this helper's ops)
 
-OPS_A = (
-    "einsum", "tensordot", "outer", "inner", "std", "prod", "norm", "cumsum", "cumprod",
-    "logcumsumexp", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
-    "arcsinh", "arctanh", "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal",
-    "rsqrt", "arctan2", "hypot", "logaddexp", "sign", "floor", "ceil", "round", "trunc", "mod",
-)
+torch = pytest.importorskip("torch")
 
 rng = np.random.default_rng(1405)
 TORCH_CASES_MORE: dict[str, list] = {}
@@ -137,7 +132,6 @@ case("mod", "0d", F.mod, torch.remainder, np.asarray(2.7), np.array([[1.1, -0.8]
 
 def test_every_op_here_has_a_torch_case():
     assert set(TORCH_CASES_MORE) == set(OPS_A)
-    assert set(OPS_A) <= set(mg.ops.PUBLIC_OPS)
 
 
 @pytest.mark.parametrize("mg_fn,t_fn,arrays",
