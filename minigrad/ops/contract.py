@@ -24,25 +24,60 @@ except ImportError:  # pragma: no cover
 __all__ = ["einsum", "tensordot", "outer", "inner"]
 
 
+def _arrays(a, b):
+    """Both operands as arrays; a Python number (a 0-d operand, made weakly typed by ``op``)
+    takes the dtype NumPy would compute it in, so a float32 partner stays float32."""
+    dtype = np.result_type(a, b)
+    return tuple(x if isinstance(x, np.ndarray) else np.asarray(x, dtype) for x in (a, b))
+
+
+def _bad(subscripts: str, why: str) -> ValueError:
+    return ValueError(f"einsum subscripts: got {subscripts!r}; {why}")
+
+
 def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
     """NumPy's subscripts as explicit labels: one string per operand and one for the output,
-    with ``...`` spelled as letters no term uses (right-aligned, as NumPy broadcasts it).
-    Called after ``np.einsum`` accepted the subscripts, so only valid input reaches it."""
+    with ``...`` spelled as letters no term uses (right-aligned, as NumPy broadcasts it)."""
     s = subscripts.replace(" ", "")
     lhs, arrow, out = s.partition("->")
+    if "->" in out or "-" in lhs or ">" in lhs:
+        raise _bad(subscripts, "expected at most one '->', between the inputs and the output")
+    for c in lhs + out:
+        if c not in ",." and c not in string.ascii_letters:
+            raise _bad(subscripts, f"expected letters, ',', '...' and '->' only, not {c!r}")
     terms = lhs.split(",")
-    rank = [len(shape) - len(t.replace("...", "")) if "..." in t else 0
-            for t, shape in zip(terms, shapes)]
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum operands: got {len(shapes)} for the {len(terms)} terms of "
+                         f"{subscripts!r}; expected one operand per term")
+    rank = []
+    for i, (t, shape) in enumerate(zip(terms, shapes)):
+        labels = t.replace("...", "", 1)
+        if "." in labels:
+            raise _bad(subscripts, f"expected '...' at most once per term, not {t!r}")
+        if len(labels) > len(shape) or "..." not in t and len(labels) != len(shape):
+            raise ValueError(f"einsum operands[{i}]: got shape {shape} for the term {t!r}; "
+                             f"expected {len(labels)} dimensions"
+                             + (" or more" if "..." in t else ""))
+        rank.append(len(shape) - len(labels))
     width = max(rank, default=0)
     used = set(s)
     ellipsis = "".join([c for c in string.ascii_letters if c not in used][:width])
     if len(ellipsis) < width:
-        raise ValueError(f"einsum subscripts: {subscripts!r} leaves {len(ellipsis)} unused "
-                         f"letters for the {width} dimensions of '...'; expected at most 52 "
-                         "labels in all")
+        raise _bad(subscripts, f"it leaves {len(ellipsis)} unused letters for the {width} "
+                   "dimensions of '...'; expected at most 52 labels in all")
     ops = [t.replace("...", ellipsis[width - r:]) for t, r in zip(terms, rank)]
     if arrow:
+        if out.count("...") > 1 or "." in out.replace("...", ""):
+            raise _bad(subscripts, "expected '...' at most once in the output")
+        if width and "..." not in out:
+            raise _bad(subscripts, f"the operands have {width} dimensions under '...'; "
+                       "expected '...' in the output too (as NumPy: to sum them away, "
+                       "sum the result)")
         out = out.replace("...", ellipsis)
+        for c in out:
+            if out.count(c) > 1 or not any(c in t for t in ops):
+                raise _bad(subscripts, f"expected each output label once and in an input, "
+                           f"not {c!r}")
     else:  # implicit: '...' first, then the labels that occur once, in ASCII order (NumPy)
         counts = Counter("".join(t.replace("...", "") for t in terms))
         out = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1))
@@ -50,11 +85,16 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
 
 
 def _sizes(ops: Sequence[str], shapes: Sequence[tuple]) -> dict:
-    """Each label's size: the largest of its axes (the others are 1, broadcast by NumPy)."""
+    """Each label's size: its one size other than 1 (NumPy broadcasts the 1s)."""
     sizes: dict = {}
-    for labels, shape in zip(ops, shapes):
+    for i, (labels, shape) in enumerate(zip(ops, shapes)):
         for c, n in zip(labels, shape):
-            sizes[c] = max(sizes.get(c, 1), n)
+            m = sizes.get(c, 1)
+            if n != 1 and m != 1 and n != m:
+                raise ValueError(f"einsum operands[{i}]: label {c!r} has size {n} there and "
+                                 f"{m} in an earlier operand; expected equal sizes (or 1, "
+                                 "which broadcasts)")
+            sizes[c] = max(m, n)
     return sizes
 
 
@@ -99,10 +139,10 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False) -> Tensor:
             raise TypeError(f"einsum operands[{i}]: got an array of dtype {a.dtype}; expected "
                             "real numbers (a bool, integer or floating dtype)")
         arrays.append(a)
-    out_array = np.asarray(np.einsum(subscripts, *arrays, optimize=optimize))  # NumPy checks
     shapes = [a.shape for a in arrays]
     ops, out = _parse(subscripts, shapes)
     sizes = _sizes(ops, shapes)
+    out_array = np.asarray(np.einsum(subscripts, *arrays, optimize=optimize))
     vjps = [_einsum_vjp(k, ops, out, arrays, sizes, optimize) for k in range(len(arrays))]
     params = [f"operands[{i}]" for i in range(len(arrays))]
     return record(out_array, list(operands), vjps, "einsum", params)
@@ -135,7 +175,7 @@ def tensordot(a, b, axes=2):
     """out[free_a, free_b] = Σ_axes a b.   VJP: ā = tensordot(ḡ, b, free_b),
     b̄ = tensordot(a, ḡ, free_a), each transposed to its operand's axes.
     docs/backward.md §20; op_cases/contract.py."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = _arrays(a, b)
     axes_a, axes_b = _tensordot_axes(axes, a.ndim, b.ndim)
     out = np.tensordot(a, b, axes=(axes_a, axes_b))
     free_a = [i for i in range(a.ndim) if i not in axes_a]
@@ -158,7 +198,7 @@ def tensordot(a, b, axes=2):
 def outer(a, b):
     """out[i, j] = a_i b_j over the flattened inputs.   VJP: ā = ḡ b, b̄ = ḡᵀ a (reshaped).
     docs/backward.md §20; op_cases/contract.py."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = _arrays(a, b)
     fa, fb = a.reshape(-1), b.reshape(-1)
     out = np.outer(fa, fb)
     return out, (lambda g: (g @ fb).reshape(a.shape), lambda g: (fa @ g).reshape(b.shape))

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..checks import integer
 from ..defop import as_array_input, as_floating, op
 from ..tensor import Tensor
 
@@ -115,17 +116,11 @@ def var(a, axis=None, ddof=0, keepdims=False):
     return out, lambda g: _keep(g, ndim, axes, keepdims) * scale * d
 
 
-def _ddof(ddof, name):
-    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
-        raise TypeError(f"{name} ddof: got {ddof!r}; expected a non-negative integer")
-    return int(ddof)
-
-
 @op(arrays=1)
 def std(a, axis=None, ddof=0, keepdims=False):
     """out = √var(a).   VJP: ā = ḡ (a - μ) / ((n - ddof) out), 0 where out = 0.
     docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
-    ddof = _ddof(ddof, "std")
+    ddof = integer("ddof", ddof, low=0, owner="std")  # TypeError for 1.0, ValueError for -1
     axes = _axes(axis, a.ndim)
     d = a - np.mean(a, axis=axes, keepdims=True)
     n = _count(a.shape, axes)
