@@ -198,9 +198,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
                          "inf or -inf")
     out = np.linalg.norm(x, ord=ord, axis=None if axis is None else axes, keepdims=keepdims)
     out = np.asarray(out, dtype=x.dtype)
-    kept = out if keepdims else np.expand_dims(out, axes) if out.ndim else \
-        np.reshape(out, (1,) * x.ndim)
     ndim = x.ndim
+    kept = _keep(out, ndim, axes, keepdims)
 
     def vjp(g):
         g = _keep(g, ndim, axes, keepdims)
@@ -210,7 +209,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
             elif p == 1:
                 return g * np.sign(x)
             elif p == 0:  # a count of the nonzero elements: piecewise constant
-                return np.zeros_like(x) * g
+                return np.zeros_like(x)
             elif np.isinf(p):  # as max |x| (min for -inf): ties share evenly
                 hit = np.abs(x) == kept
                 return g * np.sign(x) * hit / hit.sum(axis=axes, keepdims=True)

@@ -2,7 +2,9 @@
 
 ``axis=None`` scans the flattened array (out has shape ``(a.size,)``), as ``np.cumsum``
 does; an int axis may be negative. The VJP of a scan is a scan the other way: every input
-reaches the outputs at and after it (docs/backward.md §21, §22).
+reaches the outputs at and after it (docs/backward.md §21, §22). cumsum and cumprod keep
+NumPy's dtypes (integers stay integers, without a gradient); logcumsumexp, which NumPy spells
+``np.logaddexp.accumulate``, computes integers and bools in float64.
 """
 from __future__ import annotations
 
