@@ -92,8 +92,8 @@ def _sizes(ops: Sequence[str], shapes: Sequence[tuple]) -> dict:
             m = sizes.get(c, 1)
             if n != 1 and m != 1 and n != m:
                 raise ValueError(f"einsum operands[{i}]: label {c!r} has size {n} there and "
-                                 f"{m} in an earlier operand; expected equal sizes (or 1, "
-                                 "which broadcasts)")
+                                 f"{m} before; expected one size per label (or 1, which "
+                                 "broadcasts)")
             sizes[c] = max(m, n)
     return sizes
 
