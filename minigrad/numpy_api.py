@@ -39,6 +39,14 @@ UFUNCS: dict[np.ufunc, Callable] = {
     np.power: ops.pow, np.maximum: ops.maximum, np.minimum: ops.minimum, np.matmul: ops.matmul,
     np.negative: ops.neg, np.positive: _positive, np.square: _square, np.exp: ops.exp,
     np.log: ops.log, np.sqrt: ops.sqrt, np.tanh: ops.tanh, np.absolute: ops.abs,
+    # issue 14 (ops/unary.py); np.mod is np.remainder
+    np.sin: ops.sin, np.cos: ops.cos, np.tan: ops.tan, np.arcsin: ops.arcsin,
+    np.arccos: ops.arccos, np.arctan: ops.arctan, np.sinh: ops.sinh, np.cosh: ops.cosh,
+    np.arcsinh: ops.arcsinh, np.arctanh: ops.arctanh, np.log1p: ops.log1p, np.expm1: ops.expm1,
+    np.log2: ops.log2, np.log10: ops.log10, np.exp2: ops.exp2, np.reciprocal: ops.reciprocal,
+    np.arctan2: ops.arctan2, np.hypot: ops.hypot, np.logaddexp: ops.logaddexp,
+    np.sign: ops.sign, np.floor: ops.floor, np.ceil: ops.ceil, np.trunc: ops.trunc,
+    np.remainder: ops.mod,
 }
 #: Comparisons give bool Tensors (no gradient) through Tensor's own operators, so that
 #: ``ndarray < Tensor`` means what ``Tensor > ndarray`` does.
@@ -60,13 +68,7 @@ _WHY = {
                "np.maximum(np.max(t), initial))",
 }
 _HINTS = {  # a differentiable spelling, where there is one
-    "np.dot": "; for a matrix product use t @ u (np.matmul)",
-    "np.inner": "; for a matrix product use t @ u (np.matmul)",
-    "np.tensordot": "; for a matrix product use t @ u (np.matmul)",
-    "np.einsum": "; for a matrix product use t @ u (np.matmul)",
-    "np.outer": "; np.multiply.outer(t, u) is differentiable",
-    "np.std": "; np.sqrt(np.var(t)) is differentiable",
-    "np.linalg.norm": "; np.sqrt(np.sum(t * t)) is differentiable",
+    "np.dot": "; for a matrix product use t @ u (np.matmul), or np.einsum / np.tensordot",
     "np.vstack": "; np.concatenate and np.stack are differentiable",
     "np.hstack": "; np.concatenate and np.stack are differentiable",
     "np.average": "; np.mean, or np.sum(w * t) / np.sum(w), is differentiable",
@@ -197,6 +199,63 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tr
     return ops.var(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
 
 
+def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+         correction=None):
+    _options("np.std", out, where, mean=mean)
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError(f"np.std: got ddof={ddof!r} and correction={correction!r}; "
+                             "expected one of them (correction is the Array API's ddof)")
+        ddof = correction
+    return ops.std(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
+
+
+def _prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    _options("np.prod", out, where, initial=initial)
+    return ops.prod(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+
+
+def _scan(name, op):
+    def scan(a, axis=None, dtype=None, out=None):
+        _options(name, out)
+        return op(_cast(a, dtype), axis=axis)
+    return scan
+
+
+def _arg(name, op):
+    def arg(a, axis=None, out=None, *, keepdims=False):
+        _options(name, out)
+        return op(a, axis=axis, keepdims=bool(keepdims))
+    return arg
+
+
+def _truth(name, op):
+    def truth(a, axis=None, out=None, keepdims=False, *, where=True):
+        _options(name, out, where)
+        return op(a, axis=axis, keepdims=bool(keepdims))
+    return truth
+
+
+def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
+    _options("np.einsum", out, dtype=dtype, order=None if order == "K" else order,
+             casting=None if casting == "safe" else casting)
+    return ops.einsum(*operands, optimize=optimize)
+
+
+def _outer(a, b, out=None):
+    _options("np.outer", out)
+    return ops.outer(a, b)
+
+
+def _round(a, decimals=0, out=None):
+    _options("np.round", out)
+    return ops.round(a, decimals)
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    return ops.norm(x, ord=ord, axis=axis, keepdims=bool(keepdims))
+
+
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     _options("np.reshape", order=None if order == "C" else order, copy=copy)
     return ops.reshape(a, newshape if shape is None else shape)  # newshape: NumPy < 2.1
@@ -259,6 +318,12 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.broadcast_to: _broadcast_to, np.split: ops.split, np.where: _where, np.clip: _clip,
     np.concatenate: _joiner("np.concatenate", ops.concatenate),
     np.stack: _joiner("np.stack", ops.stack),
+    # issue 14: contractions, reductions, scans (ops/contract.py, reduce.py, scan.py)
+    np.einsum: _einsum, np.tensordot: ops.tensordot, np.outer: _outer, np.inner: ops.inner,
+    np.std: _std, np.prod: _prod, np.linalg.norm: _norm, np.round: _round,
+    np.cumsum: _scan("np.cumsum", ops.cumsum), np.cumprod: _scan("np.cumprod", ops.cumprod),
+    np.argmax: _arg("np.argmax", ops.argmax), np.argmin: _arg("np.argmin", ops.argmin),
+    np.any: _truth("np.any", ops.any), np.all: _truth("np.all", ops.all),
 }
 #: Functions that only read the shape: they answer as for ``t.data``.
 METADATA: dict[Callable, Callable] = {

@@ -1,49 +1,72 @@
-"""Every built-in op, each declared with ``minigrad.op``: its forward beside its VJP."""
+"""Every built-in op, each declared with ``minigrad.op``: its forward beside its VJP.
+
+One module per family; ``PUBLIC_OPS`` lists the differentiable ones family by family (the
+test suite checks each one's gradient; ``tests/minigrad/op_cases/<family>.py`` holds their
+cases).
+"""
 from .elementwise import (
     abs, add, astype, clip, div, equal, exp, greater, greater_equal, less, less_equal, log,
     maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
 )
+from .unary import (
+    arccos, arcsin, arctan, arctan2, arcsinh, arctanh, ceil, cos, cosh, exp2, expm1, floor,
+    hypot, log10, log1p, log2, logaddexp, mod, reciprocal, round, rsqrt, sign, sin, sinh,
+    square, tan, trunc,
+)
 from .activations import (
     elu, gelu, hardtanh, leaky_relu, log_sigmoid, selu, silu, softmin, softplus,
 )
-from .attention import scaled_dot_product_attention, self_attention
-from .conv import conv1d, conv2d, pad
+from .reduce import all, any, argmax, argmin, max, mean, min, norm, prod, std, sum, var
+from .scan import cumprod, cumsum, logcumsumexp
+from .shape import (
+    broadcast_to, concatenate, expand_dims, flip, getitem, moveaxis, permute, repeat, reshape,
+    roll, split, squeeze, stack, swapaxes, tile, transpose, tril, triu,
+)
+from .indexing import diagonal, one_hot, put_along_axis, take_along_axis, trace
 from .linalg import linear, matmul
+from .contract import einsum, inner, outer, tensordot
+from .fused import gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .attention import scaled_dot_product_attention, self_attention
 from .losses import (
     binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
 )
-from .fused import gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
-from .reduce import max, mean, min, sum, var
-from .shape import (
-    broadcast_to, concatenate, expand_dims, getitem, permute, reshape, split, squeeze, stack,
-    swapaxes, transpose,
-)
-from .shape import flip, moveaxis, repeat, roll, tile, tril, triu
-from .indexing import diagonal, one_hot, put_along_axis, take_along_axis, trace
 
-#: The differentiable public ops, by name (the test suite checks each one's gradient).
+#: The differentiable public ops, by family.
 PUBLIC_OPS = (
+    # elementwise.py: arithmetic, comparisons' companions, where, clip, astype
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs", "sigmoid",
     "relu", "maximum", "minimum", "where", "clip", "astype",
-    "sum", "mean", "max", "min", "var",
-    "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
-    "getitem", "concatenate", "stack", "split",
-    "matmul", "linear",
-    "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "cross_entropy",
-    "self_attention",
-    "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
-    # activations and losses (ops/activations.py, ops/losses.py)
+    # unary.py: the elementwise math functions
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arctanh",
+    "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal", "rsqrt",
+    "arctan2", "hypot", "logaddexp", "sign", "floor", "ceil", "round", "trunc", "mod",
+    # activations.py
     "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
     "softmin",
-    "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
+    # reduce.py, scan.py
+    "sum", "mean", "max", "min", "var", "std", "prod", "norm",
+    "cumsum", "cumprod", "logcumsumexp",
+    # shape.py, indexing.py
+    "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
+    "getitem", "concatenate", "stack", "split",
+    "tile", "repeat", "roll", "flip", "tril", "triu", "moveaxis",
+    "take_along_axis", "put_along_axis", "diagonal", "trace",
+    # linalg.py, contract.py
+    "matmul", "linear", "einsum", "tensordot", "outer", "inner",
+    # fused.py, attention.py
+    "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh",
+    "self_attention", "scaled_dot_product_attention",
+    # losses.py
+    "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "binary_cross_entropy_with_logits", "nll_loss",
+    # conv.py, pool.py
+    "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
 )
-# issue 14, indexing, shape and attention (ops-c)
-PUBLIC_OPS += (
-    "take_along_axis", "put_along_axis", "tile", "repeat", "roll", "flip", "tril", "triu",
-    "moveaxis", "diagonal", "trace", "scaled_dot_product_attention",
-)
+#: Reductions to indices and truth values: np.ndarray results, not differentiable.
+INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
-__all__ = list(PUBLIC_OPS) + list(COMPARISONS) + ["PUBLIC_OPS", "COMPARISONS"]
-__all__ += ["one_hot"]  # integer labels in, no gradient: not in PUBLIC_OPS (ops-c)
+__all__ = (list(PUBLIC_OPS) + list(INDEX_REDUCTIONS) + list(COMPARISONS)
+           + ["one_hot", "PUBLIC_OPS", "INDEX_REDUCTIONS", "COMPARISONS"])

@@ -5,14 +5,17 @@ import math
 
 import numpy as np
 
-from ..defop import op
+from ..checks import integer
+from ..defop import as_array_input, as_floating, op
+from ..tensor import Tensor
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # pragma: no cover
     from numpy.core.numeric import normalize_axis_tuple
 
-__all__ = ["sum", "mean", "max", "min", "var"]
+__all__ = ["sum", "mean", "max", "min", "var", "std", "prod", "norm",
+           "argmax", "argmin", "any", "all"]
 
 
 def _axes(axis, ndim):
@@ -111,3 +114,137 @@ def var(a, axis=None, ddof=0, keepdims=False):
     scale = 2 / denom if denom else math.inf  # a Python number: keeps g's dtype
     ndim = a.ndim
     return out, lambda g: _keep(g, ndim, axes, keepdims) * scale * d
+
+
+@op(arrays=1)
+def std(a, axis=None, ddof=0, keepdims=False):
+    """out = √var(a).   VJP: ā = ḡ (a - μ) / ((n - ddof) out), 0 where out = 0.
+    docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
+    ddof = integer("ddof", ddof, low=0, owner="std")  # TypeError for 1.0, ValueError for -1
+    axes = _axes(axis, a.ndim)
+    d = a - np.mean(a, axis=axes, keepdims=True)
+    n = _count(a.shape, axes)
+    denom = n - ddof if n > ddof else 0  # as var: n - ddof <= 0 counts as 0 (inf or nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept = np.sqrt(np.sum(d * d, axis=axes, keepdims=True) / denom)
+    out = kept if keepdims else np.squeeze(kept, axis=axes)
+    ndim = a.ndim
+
+    def vjp(g):
+        # a constant slice (out = 0): 0, a subgradient of the norm √(Σ d²) there, as for norm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(kept == 0, 0, 1 / (kept * denom))
+        return _keep(g, ndim, axes, keepdims) * scale * d
+
+    return out, vjp
+
+
+def _others_product(x, axes):
+    """p_k = Π_{j != k} x_j over ``axes``, for every k: the product of the elements before k
+    times that of those after it (two cumprods), so no division and zeros need no case."""
+    moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
+    flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (-1,))
+    before = np.ones_like(flat)
+    after = np.ones_like(flat)
+    if flat.shape[-1] > 1:
+        before[..., 1:] = np.cumprod(flat[..., :-1], axis=-1)
+        after[..., :-1] = np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1]
+    return np.moveaxis((before * after).reshape(moved.shape),
+                       tuple(range(-len(axes), 0)), axes)
+
+
+@op(arrays=1)
+def prod(a, axis=None, keepdims=False):
+    """out = Π_axis a.   VJP: ā_k = ḡ Π_{j != k} a_j, exact with zeros (no division).
+    docs/backward.md §21; tests op_cases/reductions.py, test_prod_zeros.py."""
+    axes = _axes(axis, a.ndim)
+    out = np.prod(a, axis=axes, keepdims=keepdims)
+    ndim = a.ndim
+    if not axes:  # nothing reduced: out = a
+        return out, lambda g: g
+    return out, lambda g: _keep(g, ndim, axes, keepdims) * _others_product(a, axes)
+
+
+def _norm_axes(x, ord, axis):
+    """The axes np.linalg.norm reduces, and whether it takes a matrix norm over them."""
+    if axis is None:
+        if ord is None:
+            return tuple(range(x.ndim)), False  # the 2-norm of the flattened array
+        if x.ndim not in (1, 2):
+            raise ValueError(f"norm x: got {x.ndim} dimensions with ord={ord!r} and axis=None; "
+                             "expected 1 or 2 dimensions (or pass axis)")
+        return tuple(range(x.ndim)), x.ndim == 2
+    axes = normalize_axis_tuple((axis,) if isinstance(axis, (int, np.integer)) else axis,
+                                x.ndim, "norm axis")
+    if len(axes) not in (1, 2):
+        raise ValueError(f"norm axis: got {axis!r}; expected one axis (a vector norm) or two "
+                         "(a matrix norm)")
+    return axes, len(axes) == 2
+
+
+@op(arrays=1)
+def norm(x, ord=None, axis=None, keepdims=False):
+    """out = (Σ |x|^p)^(1/p) (p = 2 for ord=None; max |x|, min |x| for ±inf; Frobenius for
+    matrices).   VJP: x̄ = ḡ sign(x) |x|^(p-1) / out^(p-1), 0 where out = 0.
+    docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
+    x = as_floating(x)
+    axes, matrix = _norm_axes(x, ord, axis)
+    if matrix and ord not in (None, "fro"):
+        raise ValueError(f"norm ord: got {ord!r} for a matrix norm; expected None or 'fro' "
+                         "(the spectral, nuclear, 1 and inf matrix norms are not supported)")
+    p = 2 if ord in (None, "fro") else ord
+    if isinstance(p, str) or isinstance(p, bool) or not isinstance(p, (int, float, np.number)):
+        raise ValueError(f"norm ord: got {ord!r} for a vector norm; expected None, a number, "
+                         "inf or -inf")
+    out = np.linalg.norm(x, ord=ord, axis=None if axis is None else axes, keepdims=keepdims)
+    out = np.asarray(out, dtype=x.dtype)
+    ndim = x.ndim
+    kept = _keep(out, ndim, axes, keepdims)
+
+    def vjp(g):
+        g = _keep(g, ndim, axes, keepdims)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if p == 2:  # the common case first: x / out
+                grad = g * x / kept
+            elif p == 1:
+                return g * np.sign(x)
+            elif p == 0:  # a count of the nonzero elements: piecewise constant
+                return np.zeros_like(x)
+            elif np.isinf(p):  # as max |x| (min for -inf): ties share evenly
+                hit = np.abs(x) == kept
+                return g * np.sign(x) * hit / hit.sum(axis=axes, keepdims=True)
+            else:  # x_k = 0 gets 0 also for p < 1, where |x|^(p-1) is infinite (PyTorch)
+                grad = g * np.sign(x) * (np.abs(x) / kept) ** (p - 1)
+                return np.where((kept == 0) | (x == 0), 0, grad)
+        return np.where(kept == 0, 0, grad)  # the subgradient 0 at out = 0, as PyTorch
+
+    return out, vjp
+
+
+def _data(a, name):
+    data = a.data if isinstance(a, Tensor) else np.asarray(as_array_input(a, name, "a"))
+    return data
+
+
+def argmax(a, axis=None, keepdims=False) -> np.ndarray:
+    """The index of the largest element (np.argmax).   Not differentiable: an np.ndarray.
+    tests test_reductions_more.py."""
+    return np.asarray(np.argmax(_data(a, "argmax"), axis=axis, keepdims=bool(keepdims)))
+
+
+def argmin(a, axis=None, keepdims=False) -> np.ndarray:
+    """The index of the smallest element (np.argmin).   Not differentiable: an np.ndarray.
+    tests test_reductions_more.py."""
+    return np.asarray(np.argmin(_data(a, "argmin"), axis=axis, keepdims=bool(keepdims)))
+
+
+def any(a, axis=None, keepdims=False) -> np.ndarray:
+    """Whether any element is true (np.any).   Not differentiable: a bool np.ndarray.
+    tests test_reductions_more.py."""
+    return np.asarray(np.any(_data(a, "any"), axis=axis, keepdims=bool(keepdims)))
+
+
+def all(a, axis=None, keepdims=False) -> np.ndarray:
+    """Whether every element is true (np.all).   Not differentiable: a bool np.ndarray.
+    tests test_reductions_more.py."""
+    return np.asarray(np.all(_data(a, "all"), axis=axis, keepdims=bool(keepdims)))

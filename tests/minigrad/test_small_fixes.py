@@ -143,10 +143,12 @@ def _bool_catalog():
 
 
 def test_the_bool_catalog_covers_every_public_op():
-    assert set(_bool_catalog()) == set(PUBLIC_OPS)
+    from test_ops_a_catalogs import OPS_A  # the ops-a ops (issue 14) have their own catalog
+
+    assert set(_bool_catalog()) | set(OPS_A) == set(PUBLIC_OPS)
 
 
-@pytest.mark.parametrize("name", sorted(PUBLIC_OPS))
+@pytest.mark.parametrize("name", sorted(_bool_catalog()))
 def test_every_op_on_bool_input_works_or_gives_our_message(name):
     try:
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -124,10 +124,12 @@ def _zero_d_catalog():
 
 
 def test_the_catalog_covers_every_public_op():
-    assert set(_zero_d_catalog()) == set(PUBLIC_OPS)
+    from test_ops_a_catalogs import OPS_A  # the ops-a ops (issue 14) have their own catalog
+
+    assert set(_zero_d_catalog()) | set(OPS_A) == set(PUBLIC_OPS)
 
 
-@pytest.mark.parametrize("name", sorted(PUBLIC_OPS))
+@pytest.mark.parametrize("name", sorted(_zero_d_catalog()))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_every_op_with_a_0d_result_holds_an_ndarray_and_0d_leaves_get_ndarray_grads(name, dtype):
     for fn in _zero_d_catalog()[name]:

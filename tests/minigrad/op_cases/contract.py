@@ -1,0 +1,74 @@
+"""Cases for minigrad/ops/contract.py: einsum's grammar (explicit and implicit output, '...',
+repeated labels, a label summed out of one operand only, broadcasting), tensordot's axes
+forms, outer, inner. References avoid np.einsum where a plainer NumPy spelling exists."""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import F
+
+from .base import _sid, add_case
+
+_rng = np.random.default_rng(1401)  # this family's own inputs (see base.py)
+
+
+def rn(*shape):
+    return np.asarray(_rng.standard_normal(shape))
+
+
+# (subscripts, reference, shapes)
+EINSUM = [
+    ("ij,jk->ik", lambda a, b: a @ b, [(3, 4), (4, 5)]),
+    ("ij,jk", lambda a, b: a @ b, [(2, 3), (3, 4)]),  # implicit output
+    ("ba", lambda a: a.T, [(2, 3)]),  # implicit: labels in ASCII order, so a transpose
+    ("aB", lambda a: a.T, [(2, 3)]),  # upper case sorts first
+    ("ii->i", np.diagonal, [(4, 4)]),
+    ("ii", np.trace, [(3, 3)]),
+    ("iij->ji", lambda a: np.diagonal(a, axis1=0, axis2=1), [(3, 3, 2)]),
+    ("ij->", np.sum, [(3, 4)]),
+    ("ij,j->j", lambda a, b: a.sum(axis=0) * b, [(3, 4), (4,)]),  # i: in one operand only
+    ("ij,kl->jk", lambda a, b: np.outer(a.sum(0), b.sum(1)), [(2, 3), (4, 5)]),
+    ("i,i", lambda a, b: np.sum(a * b), [(5,), (5,)]),
+    ("ij,ij->i", lambda a, b: np.sum(a * b, axis=1), [(3, 4), (3, 4)]),
+    ("ij,ij->ij", lambda a, b: a * b, [(3, 1), (3, 4)]),  # a size-1 label broadcast
+    ("...ij,...jk->...ik", np.matmul, [(2, 3, 4), (4, 5)]),  # '...' broadcast, ranks differ
+    ("...i,...i", lambda a, b: np.sum(a * b, axis=-1), [(2, 1, 3), (4, 3)]),
+    ("i...->...", lambda a: np.sum(a, axis=0), [(3, 2, 2)]),
+    ("bij,bjk,bkl->bil", lambda a, b, c: a @ b @ c, [(2, 3, 4), (2, 4, 2), (2, 2, 3)]),
+    (" ij , jk -> ki ", lambda a, b: (a @ b).T, [(2, 3), (3, 2)]),  # spaces are ignored
+    ("ii,i->", lambda a, b: np.diagonal(a) @ b, [(3, 3), (3,)]),
+    (",ij->ij", lambda s, a: s * a, [(), (2, 3)]),  # a 0-d operand
+]
+for sub, ref, shapes in EINSUM:
+    add_case("einsum", f"{sub.replace(' ', '')}-{_sid(*shapes)}",
+             lambda *xs, sub=sub: F.einsum(sub, *xs), ref, *[rn(*s) for s in shapes])
+add_case("einsum", "optimize-chain", lambda a, b, c: F.einsum("ij,jk,kl->il", a, b, c,
+                                                              optimize=True),
+         lambda a, b, c: a @ b @ c, rn(3, 4), rn(4, 5), rn(5, 2))
+
+for axes, sa, sb in [(2, (3, 4, 5), (4, 5, 2)), (1, (3, 4), (4, 2)), (0, (3,), (2, 2)),
+                     (([1, 0], [0, 2]), (3, 4, 2), (4, 5, 3)), ((2, 0), (2, 3, 4), (4, 5)),
+                     (([-1], [-2]), (2, 3), (4, 3, 2))]:
+    def _ref(a, b, axes=axes):
+        if isinstance(axes, int):
+            return np.tensordot(a, b, axes)
+        ia, ib = ([axes[0]], [axes[1]]) if isinstance(axes[0], int) else axes
+        ia = [i % a.ndim for i in ia]
+        ib = [i % b.ndim for i in ib]
+        fa = [i for i in range(a.ndim) if i not in ia]
+        fb = [i for i in range(b.ndim) if i not in ib]
+        at = np.transpose(a, fa + ia).reshape(int(np.prod([a.shape[i] for i in fa])), -1)
+        bt = np.transpose(b, ib + fb).reshape(at.shape[1], -1)
+        return (at @ bt).reshape([a.shape[i] for i in fa] + [b.shape[i] for i in fb])
+    add_case("tensordot", f"axes={axes}-{_sid(sa, sb)}",
+             lambda a, b, axes=axes: F.tensordot(a, b, axes=axes), _ref, rn(*sa), rn(*sb))
+
+for sa, sb in [((3,), (4,)), ((2, 3), (2,)), ((), (3,))]:
+    add_case("outer", _sid(sa, sb), F.outer,
+             lambda a, b: a.reshape(-1, 1) * b.reshape(1, -1), rn(*sa), rn(*sb))
+
+for sa, sb in [((4,), (4,)), ((3, 4), (5, 4)), ((2, 3, 4), (4,)), ((), (2, 3))]:
+    add_case("inner", _sid(sa, sb), F.inner,
+             lambda a, b: (a * b if a.ndim == 0 or b.ndim == 0 else
+                           (a.reshape(-1, a.shape[-1]) @ b.reshape(-1, b.shape[-1]).T)
+                           .reshape(a.shape[:-1] + b.shape[:-1])), rn(*sa), rn(*sb))

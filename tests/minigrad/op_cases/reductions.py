@@ -1,0 +1,67 @@
+"""Cases for std, prod and norm (minigrad/ops/reduce.py), with their own seeded inputs so
+that the older reduce cases keep theirs: every axis form, keepdims, ddof; prod with one and
+two zeros in a slice (prod is linear in each input, so finite differences are exact there);
+norm's vector orders and the Frobenius norm. References are formulas, not the op's NumPy
+function where a plainer one exists."""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import F
+
+from .base import add_case
+
+_rng = np.random.default_rng(1404)  # this family's own inputs (see base.py)
+
+
+def rn(*shape):
+    return np.asarray(_rng.standard_normal(shape))
+
+
+def _std(a, axis=None, ddof=0, keepdims=False):
+    d = a - np.mean(a, axis=axis, keepdims=True)
+    n = a.size if axis is None else int(np.prod([a.shape[i] for i in np.atleast_1d(axis)]))
+    return np.sqrt(np.sum(d * d, axis=axis, keepdims=keepdims) / (n - ddof))
+
+
+AXES = [None, 0, -1, (0, 2), (0, 1, 2)]
+for axis in AXES:
+    for kd in (False, True):
+        label = f"axis={axis}-keepdims={kd}"
+        for ddof in (0, 1):
+            add_case("std", f"{label}-ddof={ddof}",
+                     lambda a, ax=axis, kd=kd, dd=ddof: F.std(a, axis=ax, ddof=dd, keepdims=kd),
+                     lambda a, ax=axis, kd=kd, dd=ddof: _std(a, ax, dd, kd), rn(2, 3, 4))
+        add_case("prod", label, lambda a, ax=axis, kd=kd: F.prod(a, axis=ax, keepdims=kd),
+                 lambda a, ax=axis, kd=kd: np.prod(a, axis=ax, keepdims=kd),
+                 rn(2, 3, 4) + 0.5)
+add_case("std", "1d", F.std, lambda a: _std(a), rn(5))
+_z = rn(3, 4)
+_z[0, 1] = 0.0  # one zero in row 0
+_z[1, 0] = _z[1, 3] = 0.0  # two in row 1; row 2 none
+add_case("prod", "zeros-axis=1", lambda a: F.prod(a, axis=1),
+         lambda a: np.array([a[i, 0] * a[i, 1] * a[i, 2] * a[i, 3] for i in range(3)]), _z)
+add_case("prod", "one-zero-all", F.prod, lambda a: np.prod(a.reshape(-1)), _z[0])
+add_case("prod", "0d", F.prod, lambda a: a * 1.0, rn())
+
+
+def _pnorm(x, p, axis=None, keepdims=False):
+    ax = tuple(range(x.ndim)) if axis is None else axis
+    if p == np.inf:
+        return np.max(np.abs(x), axis=ax, keepdims=keepdims)
+    if p == -np.inf:
+        return np.min(np.abs(x), axis=ax, keepdims=keepdims)
+    return np.sum(np.abs(x) ** p, axis=ax, keepdims=keepdims) ** (1.0 / p)
+
+
+for ord, axis, kd, shape in [(None, None, False, (3, 4)), (None, None, True, (2, 3, 4)),
+                             (None, -1, False, (3, 4)), (2, 0, True, (3, 4)),
+                             (1, 1, False, (3, 4)), (3, -1, False, (2, 5)),
+                             (0.5, None, False, (4,)), (-1.5, 0, False, (4, 2)),
+                             (np.inf, 1, False, (3, 4)), (-np.inf, None, False, (5,)),
+                             ("fro", None, False, (3, 4)), (None, (0, 2), True, (2, 3, 4)),
+                             ("fro", (1, 0), False, (3, 4))]:
+    p = 2 if ord in (None, "fro") else ord
+    add_case("norm", f"ord={ord}-axis={axis}-keepdims={kd}",
+             lambda x, o=ord, ax=axis, kd=kd: F.norm(x, ord=o, axis=ax, keepdims=kd),
+             lambda x, p=p, ax=axis, kd=kd: _pnorm(x, p, ax, kd), rn(*shape))

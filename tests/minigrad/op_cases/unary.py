@@ -1,0 +1,99 @@
+"""Cases for minigrad/ops/unary.py: each function on two or more shapes inside its domain
+(kept away from the points where it or its derivative is undefined), the binary ones with
+broadcasting and 0-d operands. The piecewise-constant ones get inputs away from their jumps,
+where the finite difference of a step is 0 too. References are NumPy/SciPy spellings other
+than the op's own where one exists."""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import F
+
+from .base import _sid, add_case
+
+_rng = np.random.default_rng(1402)  # this family's own inputs (see base.py)
+
+
+def rn(*shape):
+    return np.asarray(_rng.standard_normal(shape))
+
+
+def uni(lo, hi, *shape):
+    return np.asarray(_rng.uniform(lo, hi, shape))
+
+
+def off_grid(*shape, lo=0.1, hi=0.9, step=1.0):
+    """Multiples of ``step`` plus a fraction in [lo, hi) of it: away from every jump."""
+    return step * (np.floor(rn(*shape) * 3) + uni(lo, hi, *shape))
+
+
+def signed(x):
+    return np.where(_rng.random(x.shape) < 0.5, -x, x)
+
+
+SHAPES = [(3, 4), (2, 3, 4), ()]
+UNARY = {  # name: (reference, input maker)
+    "sin": (lambda a: np.imag(np.exp(1j * a)), rn),
+    "cos": (lambda a: np.real(np.exp(1j * a)), rn),
+    "tan": (lambda a: np.sin(a) / np.cos(a), lambda *s: uni(-1.2, 1.2, *s)),
+    "arcsin": (lambda a: np.arctan2(a, np.sqrt(1 - a * a)), lambda *s: uni(-0.9, 0.9, *s)),
+    "arccos": (lambda a: np.pi / 2 - np.arctan2(a, np.sqrt(1 - a * a)),
+               lambda *s: uni(-0.9, 0.9, *s)),
+    "arctan": (lambda a: np.arcsin(a / np.sqrt(1 + a * a)), lambda *s: 2 * rn(*s)),
+    "sinh": (lambda a: (np.exp(a) - np.exp(-a)) / 2, lambda *s: 2 * rn(*s)),
+    "cosh": (lambda a: (np.exp(a) + np.exp(-a)) / 2, lambda *s: 2 * rn(*s)),
+    "arcsinh": (lambda a: np.sign(a) * np.log(np.abs(a) + np.sqrt(a * a + 1)),
+                lambda *s: 3 * rn(*s)),
+    "arctanh": (lambda a: 0.5 * np.log((1 + a) / (1 - a)), lambda *s: uni(-0.9, 0.9, *s)),
+    "log1p": (lambda a: np.log(1 + a), lambda *s: uni(-0.5, 2.0, *s)),
+    "expm1": (lambda a: np.exp(a) - 1, lambda *s: 2 * rn(*s)),
+    "log2": (lambda a: np.log(a) / np.log(2), lambda *s: uni(0.3, 4.0, *s)),
+    "log10": (lambda a: np.log(a) / np.log(10), lambda *s: uni(0.3, 4.0, *s)),
+    "exp2": (lambda a: np.exp(a * np.log(2)), lambda *s: 2 * rn(*s)),
+    "square": (lambda a: a * a, rn),
+    "reciprocal": (lambda a: 1 / a, lambda *s: signed(uni(0.4, 2.0, *s))),
+    "rsqrt": (lambda a: a ** -0.5, lambda *s: uni(0.3, 3.0, *s)),
+    "sign": (lambda a: (a > 0) * 1.0 - (a < 0), lambda *s: signed(uni(0.1, 2.0, *s))),
+    "floor": (lambda a: a - np.mod(a, 1.0), off_grid),
+    "ceil": (lambda a: -np.floor(-a), off_grid),
+    "trunc": (lambda a: np.sign(a) * np.floor(np.abs(a)), off_grid),
+    # round halves to even: keep off the halves and the integers (jumps only at halves)
+    "round": (lambda a: np.floor(a + 0.5), lambda *s: off_grid(*s, lo=0.05, hi=0.45) * 1.0),
+}
+for name, (ref, make) in UNARY.items():
+    for shape in SHAPES:
+        add_case(name, _sid(shape), getattr(F, name), ref, make(*shape))
+add_case("round", "decimals=1", lambda a: F.round(a, 1), lambda a: np.floor(a * 10 + 0.5) / 10,
+         off_grid(3, 4, lo=0.05, hi=0.45, step=0.1))
+add_case("round", "decimals=-1", lambda a: F.round(a, decimals=-1),
+         lambda a: np.floor(a / 10 + 0.5) * 10, off_grid(3, 4, lo=0.05, hi=0.45, step=10.0))
+
+BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3)), ((2, 1, 4), (3, 1))]
+for sa, sb in BINARY_SHAPES:
+    a, b = signed(uni(0.3, 2.0, *sa)), signed(uni(0.3, 2.0, *sb))  # off the origin
+    add_case("arctan2", _sid(sa, sb), F.arctan2,
+             lambda y, x: np.angle(x + 1j * y), a, b)
+    add_case("hypot", _sid(sa, sb), F.hypot, lambda x, y: np.sqrt(x * x + y * y),
+             signed(uni(0.3, 2.0, *sa)), signed(uni(0.3, 2.0, *sb)))
+    add_case("logaddexp", _sid(sa, sb), F.logaddexp,
+             lambda x, y: np.maximum(x, y) + np.log1p(np.exp(-np.abs(x - y))),
+             3 * rn(*sa), 3 * rn(*sb))
+
+
+def _quotients(*shape):
+    """k + f, k in {-3, 1, 2}, f in [0.1, 0.9): a / b at these stays off the integers, where
+    mod jumps (and away from 0, so b = a / q is not huge)."""
+    return _rng.choice([-3.0, 1.0, 2.0], shape) + uni(0.1, 0.9, *shape)
+
+
+for sa, sb in [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 3, 4), (3, 1))]:  # a the larger
+    b = signed(uni(0.5, 2.0, *sb))
+    add_case("mod", _sid(sa, sb), F.mod, lambda x, y: x - np.floor(x / y) * y,
+             b * _quotients(*sa), b)
+a = np.asarray(2.7)
+add_case("mod", "0d@2x3", F.mod, lambda x, y: x - np.floor(x / y) * y, a,
+         a / _quotients(2, 3))  # b the larger
+add_case("logaddexp", "large", F.logaddexp,
+         lambda x, y: np.maximum(x, y) + np.log1p(np.exp(-np.abs(x - y))),
+         np.array([700.0, -700.0, 50.0, 3.0]), np.array([699.0, -702.0, 50.0, -40.0]),
+         gc=dict(atol=1e-6))

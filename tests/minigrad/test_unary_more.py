@@ -1,0 +1,98 @@
+"""The elementwise functions at the points docs/backward.md §24 lists: where a derivative is
+undefined, what is returned there; mod's sign convention; dtypes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import F
+
+
+def _grads(fn, *xs, g=None):
+    ts = [mg.Tensor(np.asarray(x, float), requires_grad=True) for x in xs]
+    with np.errstate(all="ignore"):
+        out = fn(*ts)
+        out.backward(np.ones(out.shape) if g is None else np.asarray(g, float))
+    return out, [t.grad for t in ts]
+
+
+@pytest.mark.parametrize("name", ["sign", "floor", "ceil", "round", "trunc"])
+def test_piecewise_constant_functions_have_zero_gradient_even_at_their_jumps(name):
+    x = [-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5, 0.3]  # jumps of each one among them
+    out, (g,) = _grads(getattr(F, name), x)
+    np.testing.assert_array_equal(out.data, getattr(np, name)(x))
+    np.testing.assert_array_equal(g, np.zeros(len(x)))
+    assert g.dtype == np.float64
+
+
+def test_round_halves_to_even_with_decimals_as_numpy():
+    x = np.array([0.5, 1.5, 2.5, -0.5, 1.25, 12.5])
+    np.testing.assert_array_equal(F.round(x).data, [0.0, 2.0, 2.0, -0.0, 1.0, 12.0])
+    np.testing.assert_array_equal(F.round(x, 1).data, np.round(x, 1))
+    np.testing.assert_array_equal(F.round(x, -1).data, np.round(x, -1))
+
+
+def test_mod_takes_the_sign_of_the_divisor_and_its_gradients():
+    """np.mod (torch.remainder): a - ⌊a/b⌋ b. ā = 1, b̄ = -⌊a/b⌋."""
+    a, b = [5.5, -5.5, 5.5, -5.5], [2.0, 2.0, -2.0, -2.0]
+    out, (ga, gb) = _grads(F.mod, a, b)
+    np.testing.assert_array_equal(out.data, [1.5, 0.5, -0.5, -1.5])
+    np.testing.assert_array_equal(ga, [1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(gb, [-2.0, 3.0, 3.0, -2.0])  # -⌊2.75⌋, -⌊-2.75⌋, ...
+
+
+def test_mod_broadcast_divisor_collects_its_gradient():
+    out, (ga, gb) = _grads(F.mod, [[5.5, 1.0], [-3.0, 7.0]], [2.0, 3.0])
+    # b̄_j = -Σ_i ⌊a_ij / b_j⌋: column 0: -(2 + -2) = 0, column 1: -(0 + 2) = -2
+    np.testing.assert_array_equal(gb, [0.0, -2.0])
+    np.testing.assert_array_equal(ga, np.ones((2, 2)))
+
+
+def test_hypot_and_arctan2_at_the_origin_give_zero():
+    """hypot is the 2-norm of (a, b): 0 is its subgradient at the origin (PyTorch gives nan
+    there). atan2 has no limit at the origin; PyTorch gives 0, and so do we."""
+    _, (ga, gb) = _grads(F.hypot, [0.0, 3.0], [0.0, -4.0])
+    np.testing.assert_array_equal(ga, [0.0, 0.6])
+    np.testing.assert_array_equal(gb, [0.0, -0.8])
+    _, (ga, gb) = _grads(F.arctan2, [0.0, 1.0], [0.0, 1.0])
+    np.testing.assert_array_equal(ga, [0.0, 0.5])  # b / (a² + b²)
+    np.testing.assert_array_equal(gb, [0.0, -0.5])  # -a / (a² + b²)
+
+
+def test_domain_edges_follow_the_formula_as_pytorch():
+    """Outside a domain NumPy's value is nan and so is the gradient; at its edge the
+    derivative's limit (±inf) is returned."""
+    _, (g,) = _grads(F.arcsin, [1.0, -1.0, 0.0])
+    np.testing.assert_array_equal(g, [np.inf, np.inf, 1.0])
+    _, (g,) = _grads(F.arctanh, [1.0, 0.5])
+    np.testing.assert_allclose(g, [np.inf, 4 / 3], rtol=1e-15)
+    _, (g,) = _grads(F.rsqrt, [0.0, 4.0])  # -½ out³ = -1/16 at 4
+    np.testing.assert_array_equal(g, [-np.inf, -1 / 16])
+    _, (g,) = _grads(F.log1p, [-1.0])
+    np.testing.assert_array_equal(g, [np.inf])
+
+
+def test_logaddexp_of_large_values_is_exact_and_its_gradient_a_softmax():
+    out, (ga, gb) = _grads(F.logaddexp, [1000.0, -1000.0], [1000.0, -1000.0])
+    np.testing.assert_allclose(out.data, [1000 + np.log(2), -1000 + np.log(2)], rtol=1e-15)
+    np.testing.assert_allclose(ga, [0.5, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(gb, [0.5, 0.5], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sin", "exp2", "log10", "square", "reciprocal", "rsqrt",
+                                  "arctan", "floor"])
+def test_float32_stays_float32(name):
+    t = mg.Tensor(np.array([0.5, 1.5, 2.0], np.float32), requires_grad=True)
+    out = getattr(F, name)(t)
+    assert out.dtype == np.float32
+    out.backward(np.ones(3, np.float32))
+    assert t.grad.dtype == np.float32
+
+
+def test_integers_follow_numpy_and_rsqrt_computes_in_float64():
+    x = np.array([1, 4, 9])
+    assert F.sin(x).dtype == np.sin(x).dtype == np.float64
+    assert F.square(x).dtype == x.dtype and not F.square(x).requires_grad
+    np.testing.assert_array_equal(F.rsqrt(x).data, [1.0, 0.5, 1 / 3])
+    assert F.rsqrt(x).dtype == np.float64
