@@ -51,7 +51,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import Node, _mode
+from .graph import Node, grad_mode
 from .tensor import Tensor
 
 __all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
@@ -144,7 +144,7 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
         if type(out) is list:
             _as_output(out, name)  # raises
         out = np.asarray(out)
-    if not _mode.enabled:
+    if not grad_mode.enabled:
         t = Tensor._make(out)
         if out.base is not None:
             _share_version(t, out, inputs)
@@ -253,7 +253,7 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
         raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
                          "or a tuple of at least one array")
     outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
-    if not _mode.enabled:
+    if not grad_mode.enabled:
         return tuple(_output(o, inputs, None) for o in outs)
     if callable(vjps):
         vjps = (vjps,)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import Node, _toposort, backward_many, no_grad
+from .graph import Node, toposort, backward_many, no_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
@@ -154,7 +154,7 @@ def _leaves(outs: tuple) -> list[Tensor]:
     if not nodes:
         return []
     found: dict[int, Tensor] = {}
-    for node in _toposort(nodes):
+    for node in toposort(nodes):
         for parent, _ in node.edges:
             if type(parent) is not Node:
                 found.setdefault(id(parent), parent)

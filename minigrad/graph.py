@@ -23,19 +23,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "backward_many",
-           "unbroadcast", "note_write"]
+           "unbroadcast", "note_write", "toposort", "grad_mode"]
 
 
 class _GradMode(threading.local):
     enabled = True
 
 
-_mode = _GradMode()
+#: This thread's grad mode: ``grad_mode.enabled`` is what ``is_grad_enabled()`` returns
+#: (read as an attribute on the op dispatch path, where a call would cost more).
+grad_mode = _GradMode()
 
 
 def is_grad_enabled() -> bool:
     """True when ops record the graph (the default), False inside ``no_grad``."""
-    return _mode.enabled
+    return grad_mode.enabled
 
 
 class _SetGradMode:
@@ -48,11 +50,11 @@ class _SetGradMode:
         self._prev: list[bool] = []
 
     def __enter__(self) -> None:
-        self._prev.append(_mode.enabled)
-        _mode.enabled = self._enabled
+        self._prev.append(grad_mode.enabled)
+        grad_mode.enabled = self._enabled
 
     def __exit__(self, *exc: object) -> None:
-        _mode.enabled = self._prev.pop()
+        grad_mode.enabled = self._prev.pop()
 
     def __call__(self, fn: Callable) -> Callable:
         enabled = self._enabled
@@ -177,7 +179,7 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.reshape(shape)
 
 
-def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
+def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
     """Nodes reachable from ``roots``, inputs before results, the first input's branch first
     (iterative DFS, no recursion limit). A node already released by ``backward()``, or one
     whose inputs were written in place since it was recorded, is an error; with
@@ -274,7 +276,7 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
     if root._node is None:  # a leaf: d(root)/d(root) is the identity
         _accumulate_leaf(root, grad, owned=False)
         return
-    _sweep(_toposort(root._node), {id(root._node): grad}, retain_graph)
+    _sweep(toposort(root._node), {id(root._node): grad}, retain_graph)
 
 
 def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
@@ -292,7 +294,7 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
         else:
             nodes.append(root._node)
             start[key] = grad
-    order = _toposort(nodes) if nodes else []
+    order = toposort(nodes) if nodes else []
     for root, grad in zip(roots, grads):
         if root._node is None:  # a leaf: d(root)/d(root) is the identity
             _accumulate_leaf(root, grad, owned=False)
