@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .checks import positive_int, real
 from .graph import Node, toposort, backward_many, no_grad
 from .tensor import Tensor
 
@@ -83,20 +84,6 @@ class GradcheckReport:
         lines += [r.row() for r in self.inputs]
         lines += [f"problem: {p}" for p in self.problems]
         return "\n".join(lines)
-
-
-def _number(name: str, value: Any, positive: bool = False) -> None:
-    """A finite real tolerance or step: >= 0, or > 0 with ``positive``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"gradcheck {name}: got {value!r}; expected a real number")
-    if not (np.isfinite(value) and (value > 0 if positive else value >= 0)):
-        raise ValueError(f"gradcheck {name}: got {value}; expected a finite number "
-                         + ("> 0" if positive else ">= 0"))
-
-
-def _count(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"gradcheck {name}: got {value!r}; expected a positive integer")
 
 
 def _seed(value: Any) -> None:
@@ -287,11 +274,11 @@ def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e
     """
     if not callable(fn):
         raise TypeError(f"gradcheck fn: got {type(fn).__name__}; expected a callable")
-    _number("eps", eps, positive=True)
-    _number("atol", atol)
-    _number("rtol", rtol)
+    real("eps", eps, low=0.0, low_open=True, owner="gradcheck")
+    real("atol", atol, low=0.0, owner="gradcheck")
+    real("rtol", rtol, low=0.0, owner="gradcheck")
     if fast:
-        _count("directions", directions)
+        positive_int("directions", directions, owner="gradcheck")
     _seed(seed)
     args, checked = _prepare(inputs)
     check = _Check(fn, args, checked, seed)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
+from .checks import integer
+
 __all__ = ["keep_heap"]
 
 _M_TRIM_THRESHOLD = -1
@@ -31,9 +33,7 @@ def keep_heap(mmap_threshold: int = 32 << 20, trim_threshold: int = 1 << 30) -> 
     (another C library, another OS: nothing changed) or when it refused one of them.
     """
     for name, value in (("mmap_threshold", mmap_threshold), ("trim_threshold", trim_threshold)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2 ** 31:
-            raise ValueError(f"keep_heap {name}: got {value!r}; expected a positive number of "
-                             "bytes below 2**31")
+        integer(name, value, low=1, high=2 ** 31 - 1, owner="keep_heap")  # mallopt takes an int
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         mallopt = libc.mallopt

@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from .checks import integer, positive_int
+
 __all__ = ["for_each_block", "for_each_part", "one_blas_thread", "blas_threads",
            "set_num_threads", "get_num_threads"]
 
@@ -95,10 +97,7 @@ def get_num_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads (1 disables threading) for the fused ops' large arrays."""
     global _threads
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
-        raise ValueError(f"set_num_threads n: got {n!r}; expected an integer in "
-                         f"[1, {MAX_THREADS}]")
-    _threads = n
+    _threads = integer("n", n, low=1, high=MAX_THREADS, owner="set_num_threads")
 
 
 def _get_pool() -> ThreadPoolExecutor:
@@ -372,9 +371,7 @@ class blas_threads:
     """
 
     def __init__(self, n: int) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"blas_threads n: got {n!r}; expected a positive integer")
-        self.n = n
+        self.n = positive_int("n", n, owner="blas_threads")
         self._before: list = []
 
     def __enter__(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import graph
+from .checks import boolean
 from .graph import Node
 
 __all__ = ["Tensor", "tensor", "as_tensor"]
@@ -472,10 +473,7 @@ class _GradRequired(RuntimeError, ValueError):
 
 def _flag(value: Any) -> bool:
     """``requires_grad``: a bool (NumPy's too), never a string or None read as one."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"requires_grad: got {value!r} ({type(value).__name__}); expected "
-                        "True or False")
-    return bool(value)
+    return boolean("requires_grad", value)
 
 
 def _as_array(data: Any, dtype: Any, copy: bool) -> np.ndarray:

@@ -10,12 +10,12 @@ docs/backward.md §16 derives both; §18 derives ``pad``.
 """
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..checks import integer, real
 from ..defop import op
 
 __all__ = ["conv1d", "conv2d", "pad"]
@@ -26,14 +26,14 @@ def int_tuple(value: Any, n: int, op_name: str, name: str, minimum: int) -> tupl
     otherwise a TypeError or ValueError naming ``op_name`` and the argument ``name``."""
     what = f"an int >= {minimum}" + (f" or a tuple of {n} of them" if n > 1 else "")
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
-    if len(items) != n or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                                  for v in items):
-        kind = type(value).__name__
-        raise (ValueError if len(items) != n else TypeError)(
-            f"{op_name} {name}: got {value!r} ({kind}); expected {what}")
-    if any(v < minimum for v in items):
-        raise ValueError(f"{op_name} {name}: got {value!r}; expected {what}")
-    return tuple(int(v) for v in items)
+    if len(items) != n:
+        raise ValueError(f"{op_name} {name}: got {value!r} ({type(value).__name__}); "
+                         f"expected {what}")
+    try:  # checks.integer decides TypeError or ValueError; the message shows the whole value
+        return tuple(integer(name, v, low=minimum) for v in items)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{op_name} {name}: got {value!r} ({type(value).__name__}); "
+                      f"expected {what}") from None
 
 
 def windows(xp: np.ndarray, kernel, stride, dilation) -> np.ndarray:
@@ -81,9 +81,7 @@ def _check_conv(x, weight, bias, groups, spatial, op_name):
     wname = {1: "(O, C/groups, k)", 2: "(O, C/groups, kh, kw)"}[spatial]
     if weight.ndim != spatial + 2:
         raise ValueError(f"{op_name} weight: got shape {weight.shape}; expected {wname}")
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
-        raise TypeError(f"{op_name} groups: got {groups!r} ({type(groups).__name__}); "
-                        "expected an int >= 1")
+    groups = integer("groups", groups, owner=op_name)
     C, O = x.shape[-spatial - 1], weight.shape[0]
     if groups < 1 or C % groups or O % groups:
         raise ValueError(f"{op_name} groups: got {groups} for {C} input and {O} output "
@@ -234,8 +232,7 @@ def pad(x, pad_width, mode="constant", value=0.0):
     if not isinstance(mode, str) or mode not in _PAD_MODES:
         raise (ValueError if isinstance(mode, str) else TypeError)(
             f"pad mode: got {mode!r}; expected one of {', '.join(_PAD_MODES)}")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"pad value: got {value!r} ({type(value).__name__}); expected a number")
+    value = real("value", value, finite=False, owner="pad")  # -inf padding is meaningful
     if mode != "constant" and value != 0:
         raise ValueError(f"pad value: got {value!r} with mode {mode!r}; expected value only "
                          "with mode 'constant'")

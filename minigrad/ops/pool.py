@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import boolean
 from ..defop import op
 from .conv import int_tuple, out_size
 
@@ -120,9 +121,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
     """
     x4, kernel, stride, padding, (Ho, Wo) = _pool_args(x, kernel_size, stride, padding,
                                                        "avg_pool2d")
-    if not isinstance(count_include_pad, (bool, np.bool_)):
-        raise TypeError(f"avg_pool2d count_include_pad: got {count_include_pad!r}; expected "
-                        "True or False")
+    count_include_pad = boolean("count_include_pad", count_include_pad, owner="avg_pool2d")
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
     if x4.dtype.kind != "f":
         x4 = x4.astype(np.float64)  # as mean does
