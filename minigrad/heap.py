@@ -4,9 +4,8 @@ A training step allocates and frees the same arrays every time (activations, the
 gradients, a kernel's temporaries). glibc's malloc serves arrays above its mmap threshold
 (128 KiB at first, raised as large blocks are freed) with fresh ``mmap`` calls, and returns
 free memory at the top of its heap to the kernel; either way the next step touches pages the
-kernel has to map again, one minor page fault per 4 KiB. Measured with the training-step
-benchmark's models in a fresh process: 2,400-5,100 faults per step, and a step 25-45% slower
-(B 14.7 ms -> 10.1 ms, C 31.1 -> 21.9, D 58.7 -> 46.4) than with :func:`keep_heap`.
+kernel has to map again, one minor page fault per 4 KiB: thousands per training step, which
+made steps markedly slower (measured in docs/performance.md, "Engine constants").
 
 This changes malloc for the whole process, so minigrad never does it on import: a program
 calls it once, at start-up (the ``vit`` command does, in ``vit.cli.main``). The cost is that
