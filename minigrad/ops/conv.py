@@ -158,7 +158,9 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pair, 'valid' or 'same'); ``stride`` and ``dilation`` are ints or pairs. Output
     (B, O, Ho, Wo) with Ho = (H + 2·ph - dh·(kh - 1) - 1) // sh + 1 (and Wo alike).
     VJP: x̄ = the transposed convolution of g with w (col2im of wᵀ g), w̄ = the correlation
-    of xpad with g, b̄ = Σ_{b,p,q} g. docs/backward.md §16; tests/minigrad/test_conv.py.
+    of xpad with g, b̄ = Σ_{b,p,q} g.
+    Derivation: docs/backward.md §16. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_conv.py.
     """
     _check_conv(x, weight, bias, groups, 2, "conv2d")
     stride = int_tuple(stride, 2, "conv2d", "stride", 1)
@@ -180,7 +182,9 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     PyTorch's conv1d: x (B, C, L) or unbatched (C, L), weight (O, C/groups, k), bias (O,)
     or None; ``stride``, ``padding`` (or 'valid', 'same') and ``dilation`` are ints. It is
     conv2d on a height-1 image. VJP: as conv2d's (x̄ a transposed convolution, w̄ a
-    correlation, b̄ = Σ_{b,t} g). docs/backward.md §16; tests/minigrad/test_conv.py.
+    correlation, b̄ = Σ_{b,t} g).
+    Derivation: docs/backward.md §16. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_conv.py.
     """
     _check_conv(x, weight, bias, groups, 1, "conv1d")
     stride = (1,) + int_tuple(stride, 1, "conv1d", "stride", 1)
@@ -227,7 +231,9 @@ def pad(x, pad_width, mode="constant", value=0.0):
     (PyTorch's 'replicate'). ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair
     (before, after) for every axis, or one pair per axis, first axis first.
     VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
-    g added back onto the element it copies. docs/backward.md §18; tests/minigrad/test_pool.py.
+    g added back onto the element it copies.
+    Derivation: docs/backward.md §18. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_pool.py.
     """
     if not isinstance(mode, str) or mode not in _PAD_MODES:
         raise (ValueError if isinstance(mode, str) else TypeError)(
