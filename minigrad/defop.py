@@ -51,7 +51,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import Node, grad_mode
+from .gradmode import grad_mode
+from .graph import Node
 from .tensor import Tensor
 
 __all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
