@@ -113,9 +113,9 @@ def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
         if expanded:
             order.append(node)
             continue
-        if id(node) in seen:
+        if node in seen:  # nodes hash by identity
             continue
-        seen.add(id(node))
+        seen.add(node)
         edges = node.edges
         if not released_ok:
             if edges is None:
@@ -128,7 +128,7 @@ def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
                 _check_versions(node)
         stack.append((node, True))
         for parent, _ in reversed(edges or ()):
-            if type(parent) is Node and id(parent) not in seen:
+            if type(parent) is Node and parent not in seen:
                 stack.append((parent, False))
     return order
 
@@ -195,7 +195,7 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
     if root._node is None:  # a leaf: d(root)/d(root) is the identity
         _accumulate_leaf(root, grad, owned=False)
         return
-    _sweep(toposort(root._node), {id(root._node): grad}, retain_graph)
+    _sweep(toposort(root._node), {root._node: grad}, retain_graph)
 
 
 def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
@@ -207,7 +207,7 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
     for root, grad in zip(roots, grads):
         if root._node is None:
             continue
-        key = id(root._node)
+        key = root._node
         if key in start:
             start[key] = start[key] + grad
         else:
@@ -221,9 +221,10 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
 
 
 def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
-    owned = set()  # ids whose buffer in ``grads`` this sweep allocated, so may update in place
+    """Run ``order``'s VJPs, results first; ``grads`` maps a node to its gradient so far."""
+    owned = set()  # nodes whose buffer in ``grads`` this sweep allocated, so may update in place
     for node in reversed(order):
-        g = grads.pop(id(node))
+        g = grads.pop(node)
         if node.retained is not None:
             t = node.retained()
             if t is not None:
@@ -232,9 +233,9 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
         if outputs is not None:
             if type(outputs) is int:  # output k of a multi-output op: hand g to its node
                 multi = node.edges[0][0]
-                slots = grads.get(id(multi))
+                slots = grads.get(multi)
                 if slots is None:
-                    slots = grads[id(multi)] = [None] * len(multi.outputs)
+                    slots = grads[multi] = [None] * len(multi.outputs)
                 slots[outputs] = g  # every node runs once, so each slot is filled once
                 if not retain_graph:
                     node.edges = None
@@ -250,18 +251,20 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
             shape, dtype = (parent.data.shape, parent.data.dtype) if leaf else \
                 (parent.shape, parent.dtype)
             fresh = _unshared(gp)
-            if gp.dtype != dtype and gp.dtype.kind not in "biuf":  # complex, object, ...
+            cast = gp.dtype is not dtype and gp.dtype != dtype  # (builtin dtypes are singletons)
+            if cast and gp.dtype.kind not in "biuf":  # complex, object, ...
                 raise _bad_vjp_result(node, k, gp)
             if gp.shape != shape:
                 gp = _unbroadcast_checked(gp, shape, node.op)
                 fresh = True
-            if gp.dtype != dtype:
+                cast = gp.dtype != dtype
+            if cast:
                 gp = gp.astype(dtype)
                 fresh = True
             if leaf:
                 _accumulate_leaf(parent, gp, owned=fresh)
                 continue
-            key = id(parent)
+            key = parent
             prev = grads.get(key)
             if prev is None:
                 grads[key] = gp
