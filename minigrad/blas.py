@@ -2,9 +2,10 @@
 
 BLAS libraries run their own thread pools. Their threads keep spinning for a while after a
 product, and a spinning BLAS thread competes for a core with the block pool's threads
-(docs/performance.md, "Engine constants"). So while minigrad's kernels run, BLAS is held
-to one thread (:class:`one_blas_thread`), and ``minigrad.parallel`` does the splitting;
-:class:`blas_threads` is the one way to change the count outside those sections.
+(measured in docs/performance.md, "The measurements behind the engine's constants"). So
+while minigrad's kernels run, BLAS is held to one thread (:class:`one_blas_thread`) and
+``minigrad.parallel`` does the splitting; :class:`blas_threads` is the one way to change the
+count outside those sections.
 
 NumPy's OpenBLAS (pthreads build) keeps one count for the whole process, which
 ``openblas_set_num_threads`` may change from any thread; threadpoolctl (3.8) lets only the

@@ -5,7 +5,8 @@ gradients, a kernel's temporaries). glibc's malloc serves arrays above its mmap 
 (128 KiB at first, raised as large blocks are freed) with fresh ``mmap`` calls, and returns
 free memory at the top of its heap to the kernel; either way the next step touches pages the
 kernel has to map again, one minor page fault per 4 KiB: thousands per training step, which
-made steps markedly slower (measured in docs/performance.md, "Engine constants").
+made steps markedly slower (measured in docs/performance.md, "The measurements behind the
+engine's constants").
 
 This changes malloc for the whole process, so minigrad never does it on import: a program
 calls it once, at start-up (the ``vit`` command does, in ``vit.cli.main``). The cost is that

@@ -26,7 +26,8 @@ from .checks import integer
 __all__ = ["for_each_block", "for_each_part", "one_blas_thread", "blas_threads",
            "set_num_threads", "get_num_threads"]
 
-# The constants below were chosen by measurement: docs/performance.md, "Engine constants".
+# The constants below were chosen by measurement: docs/performance.md, "The measurements
+# behind the engine's constants".
 #: Elements per block (256 KiB of float32): NumPy's per-call cost stays small against the
 #: block, and a kernel's temporaries stay in L2.
 BLOCK_ELEMENTS = 1 << 16

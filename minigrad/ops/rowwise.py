@@ -48,6 +48,7 @@ def map_rows(kernel: Callable[..., None], shape: tuple, dtype: np.dtype,
     result's number of rows: data it reads, or per-row outputs such as a saved statistic
     that it writes). Blocks go to every core for large arrays (see ``for_each_block``); the
     result is owned by the caller (no view), so a VJP may return it for the engine to adopt.
+    An empty result runs no kernel (per-row outputs among ``inputs`` are then not written).
     """
     result = np.empty(shape, dtype=dtype)
     out = matrix(result)
@@ -76,7 +77,8 @@ def row_sum(a: np.ndarray) -> np.ndarray:
     """Σ over the last axis of a (rows, n) matrix, as (rows, 1).
 
     A product with a vector of ones (a GEMV): BLAS sums short rows several times faster than
-    NumPy's reduction, which pays per row (docs/performance.md, "Row-wise kernels").
+    NumPy's reduction, which pays per row (docs/performance.md, "What dominates, and what
+    was done").
     """
     n_rows, n = a.shape
     ones = _ones(n, a.dtype)
