@@ -34,7 +34,8 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
     strings with TypeError.
     """
     label = _label(name, owner)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if type(value) is not int and (isinstance(value, bool)
+                                   or not isinstance(value, numbers.Integral)):
         raise TypeError(f"{label}: got {value!r}; expected an integer")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -64,7 +65,8 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     value is mixed into them.
     """
     label = _label(name, owner)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if type(value) is not float and (isinstance(value, bool)
+                                     or not isinstance(value, numbers.Real)):
         raise TypeError(f"{label}: got {value!r}; expected a real number")
     value = float(value)
     if not finite:

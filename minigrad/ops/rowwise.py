@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..parallel import for_each_block
+from .. import parallel
 
 __all__ = ["as_rows", "matrix", "map_rows", "row_sum", "row_max"]
 
@@ -52,11 +52,15 @@ def map_rows(kernel: Callable[..., None], shape: tuple, dtype: np.dtype,
     """
     result = np.empty(shape, dtype=dtype)
     out = matrix(result)
+    if out.size <= parallel.BLOCK_ELEMENTS:  # one block (a small model's arrays): no scheduling
+        if out.size:
+            kernel(out, *inputs)
+        return result
 
     def block(lo: int, hi: int) -> None:
         kernel(out[lo:hi], *[a[lo:hi] for a in inputs])
 
-    for_each_block(block, *out.shape)
+    parallel.for_each_block(block, *out.shape)
     return result
 
 
