@@ -34,7 +34,8 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
     strings with TypeError.
     """
     label = _label(name, owner)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if type(value) is not int and (isinstance(value, bool)
+                                   or not isinstance(value, numbers.Integral)):
         raise TypeError(f"{label}: got {value!r}; expected an integer")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -54,17 +55,22 @@ def positive_int(name: str, value: Any, *, owner: str | None = None) -> int:
 
 
 def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf,
-         low_open: bool = False, high_open: bool = False, owner: str | None = None) -> float:
+         low_open: bool = False, high_open: bool = False, finite: bool = True,
+         owner: str | None = None) -> float:
     """``value`` as a Python float, checked to lie in the interval from ``low`` to ``high``.
 
-    The bounds are closed unless ``low_open`` / ``high_open``; NaN and infinities are always
-    refused. Returning a Python float keeps float32 arrays float32 when the value is mixed
-    into them.
+    The bounds are closed unless ``low_open`` / ``high_open``; NaN and infinities are
+    refused unless ``finite=False`` (a fill value such as ``-inf`` padding; the bounds are
+    then not checked either). Returning a Python float keeps float32 arrays float32 when the
+    value is mixed into them.
     """
     label = _label(name, owner)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if type(value) is not float and (isinstance(value, bool)
+                                     or not isinstance(value, numbers.Real)):
         raise TypeError(f"{label}: got {value!r}; expected a real number")
     value = float(value)
+    if not finite:
+        return value
     above = value > low if low_open else value >= low
     below = value < high if high_open else value <= high
     if not (above and below and math.isfinite(value)):

@@ -51,7 +51,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import Node, _mode
+from .gradmode import grad_mode
+from .graph import Node
 from .tensor import Tensor
 
 __all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
@@ -144,13 +145,13 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
         if type(out) is list:
             _as_output(out, name)  # raises
         out = np.asarray(out)
-    if not _mode.enabled:
+    if not grad_mode.enabled:
         t = Tensor._make(out)
         if out.base is not None:
             _share_version(t, out, inputs)
         return t
-    if callable(vjps):
-        vjps = (vjps,)
+    if type(vjps) is not tuple:  # a single VJP (a function, or an object with __call__)
+        vjps = (vjps,) if callable(vjps) else vjps
     edges = []
     plain = True  # input i is edge i for every Tensor input (edges first, no constant Tensor)
     gap = False
@@ -253,7 +254,7 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
         raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
                          "or a tuple of at least one array")
     outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
-    if not _mode.enabled:
+    if not grad_mode.enabled:
         return tuple(_output(o, inputs, None) for o in outs)
     if callable(vjps):
         vjps = (vjps,)
@@ -300,6 +301,8 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     checked = [(i, positional[i], signature.parameters[positional[i]].default is None)
                for i in range(min(arrays, len(positional)))]
     operands = arrays or None  # for weakly_typed: all positional arguments, if not declared
+    n_checked, n_positional = len(checked), len(positional)
+    optional = [opt for _, _, opt in checked]
 
     def by_position(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Move keyword arguments that name positional parameters into their positions, so a
@@ -324,9 +327,10 @@ def op(forward: Callable | None = None, *, name: str | None = None,
         # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does. 0-d
         # arrays next to an array with dimensions follow (``weakly_typed``); this one loop
         # notes whether there are any, so that other calls pay almost nothing for it.
+        # The declared array inputs (the first ``n_checked``) are checked in the same loop.
         raw = []
-        zero_d = dims = False
-        for a in args:
+        zero_d = dims = numbers = False
+        for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 a = a.data
             elif isinstance(a, np.generic):
@@ -336,20 +340,15 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                     dims = True
                 else:
                     zero_d = True
-            raw.append(a)
-        numbers = False
-        for i, param, optional in checked:
-            if i < len(raw):
-                a = raw[i]
-                if type(a) is np.ndarray and a.dtype.kind in _REAL_KINDS:
-                    continue
-                if a is None and optional:
-                    continue
-                raw[i] = a = as_array_input(a, opname, param)
+                if i < n_checked and a.dtype.kind not in _REAL_KINDS:
+                    as_array_input(a, opname, positional[i])  # raises, naming the parameter
+            elif i < n_checked and not (a is None and optional[i]):
+                a = as_array_input(a, opname, positional[i])
                 if type(a) is not np.ndarray:
                     numbers = True
                 elif a.shape:  # a nested list, now an array
                     dims = True
+            raw.append(a)
         if numbers:  # a number stands for a 0-d array when no array input is an array
             for i, _, _ in checked:
                 if i < len(raw) and type(raw[i]) is np.ndarray:
@@ -359,9 +358,9 @@ def op(forward: Callable | None = None, *, name: str | None = None,
         if zero_d and dims:
             weakly_typed(raw, operands)
         out, vjps = forward(*raw, **kwargs)
-        if type(vjps) is tuple and len(vjps) > len(positional):
+        if type(vjps) is tuple and len(vjps) > n_positional:
             raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
-                            f"at most one per positional parameter ({len(positional)} "
+                            f"at most one per positional parameter ({n_positional} "
                             "positional)")
         return record(out, args, vjps, opname, positional)
 

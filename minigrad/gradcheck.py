@@ -25,7 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .graph import Node, _toposort, backward_many, no_grad
+from .checks import positive_int, real
+from .graph import Node, toposort, backward_many, no_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
@@ -85,20 +86,6 @@ class GradcheckReport:
         return "\n".join(lines)
 
 
-def _number(name: str, value: Any, positive: bool = False) -> None:
-    """A finite real tolerance or step: >= 0, or > 0 with ``positive``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"gradcheck {name}: got {value!r}; expected a real number")
-    if not (np.isfinite(value) and (value > 0 if positive else value >= 0)):
-        raise ValueError(f"gradcheck {name}: got {value}; expected a finite number "
-                         + ("> 0" if positive else ">= 0"))
-
-
-def _count(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"gradcheck {name}: got {value!r}; expected a positive integer")
-
-
 def _seed(value: Any) -> None:
     try:
         np.random.default_rng(value)
@@ -154,7 +141,7 @@ def _leaves(outs: tuple) -> list[Tensor]:
     if not nodes:
         return []
     found: dict[int, Tensor] = {}
-    for node in _toposort(nodes):
+    for node in toposort(nodes):
         for parent, _ in node.edges:
             if type(parent) is not Node:
                 found.setdefault(id(parent), parent)
@@ -287,11 +274,11 @@ def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e
     """
     if not callable(fn):
         raise TypeError(f"gradcheck fn: got {type(fn).__name__}; expected a callable")
-    _number("eps", eps, positive=True)
-    _number("atol", atol)
-    _number("rtol", rtol)
+    real("eps", eps, low=0.0, low_open=True, owner="gradcheck")
+    real("atol", atol, low=0.0, owner="gradcheck")
+    real("rtol", rtol, low=0.0, owner="gradcheck")
     if fast:
-        _count("directions", directions)
+        positive_int("directions", directions, owner="gradcheck")
     _seed(seed)
     args, checked = _prepare(inputs)
     check = _Check(fn, args, checked, seed)

@@ -1,4 +1,4 @@
-"""The tape: grad mode, graph nodes, and the iterative reverse-mode sweep.
+"""The tape: graph nodes and the iterative reverse-mode sweep (grad mode: ``gradmode.py``).
 
 A result of a differentiable op carries a :class:`Node`: the op's name, its output's shape
 and dtype, and its *edges*, one ``(parent, vjp)`` pair per input that requires grad, where
@@ -10,98 +10,19 @@ to the input's shape, the one place where the engine undoes broadcasting for eve
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
-import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+
+from .gradmode import enable_grad, grad_mode, is_grad_enabled, no_grad  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "backward_many",
-           "unbroadcast", "note_write"]
-
-
-class _GradMode(threading.local):
-    enabled = True
-
-
-_mode = _GradMode()
-
-
-def is_grad_enabled() -> bool:
-    """True when ops record the graph (the default), False inside ``no_grad``."""
-    return _mode.enabled
-
-
-class _SetGradMode:
-    """Context manager and decorator that sets grad mode and restores the previous one."""
-
-    __slots__ = ("_enabled", "_prev")
-
-    def __init__(self, enabled: bool) -> None:
-        self._enabled = enabled
-        self._prev: list[bool] = []
-
-    def __enter__(self) -> None:
-        self._prev.append(_mode.enabled)
-        _mode.enabled = self._enabled
-
-    def __exit__(self, *exc: object) -> None:
-        _mode.enabled = self._prev.pop()
-
-    def __call__(self, fn: Callable) -> Callable:
-        enabled = self._enabled
-        if inspect.isgeneratorfunction(fn):
-            return _generator_in_mode(fn, enabled)
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with _SetGradMode(enabled):
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-def _generator_in_mode(fn: Callable, enabled: bool) -> Callable:
-    """A generator function whose body runs in the given grad mode each time it resumes,
-    while the caller's code between two ``next`` calls keeps the caller's mode."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        gen = fn(*args, **kwargs)
-        resume, value = gen.send, None  # how to resume the inner generator next
-        while True:
-            try:
-                with _SetGradMode(enabled):
-                    produced = resume(value)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                resume, value = gen.send, (yield produced)
-            except GeneratorExit:
-                with _SetGradMode(enabled):
-                    gen.close()
-                raise
-            except BaseException as exc:  # thrown in by the caller: pass it on inside
-                resume, value = gen.throw, exc
-
-    return wrapper
-
-
-def no_grad(fn: Callable | None = None):
-    """``with no_grad():``, ``@no_grad()`` or ``@no_grad``: ops inside record nothing (in a
-    decorated generator function: its body, whenever it runs, not the caller's loop)."""
-    return _SetGradMode(False) if fn is None else _SetGradMode(False)(fn)
-
-
-def enable_grad(fn: Callable | None = None):
-    """Re-enable recording inside a ``no_grad`` region (same three forms as ``no_grad``)."""
-    return _SetGradMode(True) if fn is None else _SetGradMode(True)(fn)
+           "unbroadcast", "note_write", "toposort", "grad_mode"]
 
 
 # Every in-place write through the Tensor API draws the next stamp from this counter and
@@ -177,7 +98,7 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.reshape(shape)
 
 
-def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
+def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
     """Nodes reachable from ``roots``, inputs before results, the first input's branch first
     (iterative DFS, no recursion limit). A node already released by ``backward()``, or one
     whose inputs were written in place since it was recorded, is an error; with
@@ -192,9 +113,9 @@ def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
         if expanded:
             order.append(node)
             continue
-        if id(node) in seen:
+        if node in seen:  # nodes hash by identity
             continue
-        seen.add(id(node))
+        seen.add(node)
         edges = node.edges
         if not released_ok:
             if edges is None:
@@ -207,7 +128,7 @@ def _toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
                 _check_versions(node)
         stack.append((node, True))
         for parent, _ in reversed(edges or ()):
-            if type(parent) is Node and id(parent) not in seen:
+            if type(parent) is Node and parent not in seen:
                 stack.append((parent, False))
     return order
 
@@ -274,7 +195,7 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
     if root._node is None:  # a leaf: d(root)/d(root) is the identity
         _accumulate_leaf(root, grad, owned=False)
         return
-    _sweep(_toposort(root._node), {id(root._node): grad}, retain_graph)
+    _sweep(toposort(root._node), {root._node: grad}, retain_graph)
 
 
 def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
@@ -286,13 +207,13 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
     for root, grad in zip(roots, grads):
         if root._node is None:
             continue
-        key = id(root._node)
+        key = root._node
         if key in start:
             start[key] = start[key] + grad
         else:
             nodes.append(root._node)
             start[key] = grad
-    order = _toposort(nodes) if nodes else []
+    order = toposort(nodes) if nodes else []
     for root, grad in zip(roots, grads):
         if root._node is None:  # a leaf: d(root)/d(root) is the identity
             _accumulate_leaf(root, grad, owned=False)
@@ -300,9 +221,10 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
 
 
 def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
-    owned = set()  # ids whose buffer in ``grads`` this sweep allocated, so may update in place
+    """Run ``order``'s VJPs, results first; ``grads`` maps a node to its gradient so far."""
+    owned = set()  # nodes whose buffer in ``grads`` this sweep allocated, so may update in place
     for node in reversed(order):
-        g = grads.pop(id(node))
+        g = grads.pop(node)
         if node.retained is not None:
             t = node.retained()
             if t is not None:
@@ -311,9 +233,9 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
         if outputs is not None:
             if type(outputs) is int:  # output k of a multi-output op: hand g to its node
                 multi = node.edges[0][0]
-                slots = grads.get(id(multi))
+                slots = grads.get(multi)
                 if slots is None:
-                    slots = grads[id(multi)] = [None] * len(multi.outputs)
+                    slots = grads[multi] = [None] * len(multi.outputs)
                 slots[outputs] = g  # every node runs once, so each slot is filled once
                 if not retain_graph:
                     node.edges = None
@@ -329,18 +251,20 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
             shape, dtype = (parent.data.shape, parent.data.dtype) if leaf else \
                 (parent.shape, parent.dtype)
             fresh = _unshared(gp)
-            if gp.dtype != dtype and gp.dtype.kind not in "biuf":  # complex, object, ...
+            cast = gp.dtype is not dtype and gp.dtype != dtype  # (builtin dtypes are singletons)
+            if cast and gp.dtype.kind not in "biuf":  # complex, object, ...
                 raise _bad_vjp_result(node, k, gp)
             if gp.shape != shape:
                 gp = _unbroadcast_checked(gp, shape, node.op)
                 fresh = True
-            if gp.dtype != dtype:
+                cast = gp.dtype != dtype
+            if cast:
                 gp = gp.astype(dtype)
                 fresh = True
             if leaf:
                 _accumulate_leaf(parent, gp, owned=fresh)
                 continue
-            key = id(parent)
+            key = parent
             prev = grads.get(key)
             if prev is None:
                 grads[key] = gp

@@ -4,9 +4,9 @@ A training step allocates and frees the same arrays every time (activations, the
 gradients, a kernel's temporaries). glibc's malloc serves arrays above its mmap threshold
 (128 KiB at first, raised as large blocks are freed) with fresh ``mmap`` calls, and returns
 free memory at the top of its heap to the kernel; either way the next step touches pages the
-kernel has to map again, one minor page fault per 4 KiB. Measured with the training-step
-benchmark's models in a fresh process: 2,400-5,100 faults per step, and a step 25-45% slower
-(B 14.7 ms -> 10.1 ms, C 31.1 -> 21.9, D 58.7 -> 46.4) than with :func:`keep_heap`.
+kernel has to map again, one minor page fault per 4 KiB: thousands per training step, which
+made steps markedly slower (measured in docs/performance.md, "The measurements behind the
+engine's constants").
 
 This changes malloc for the whole process, so minigrad never does it on import: a program
 calls it once, at start-up (the ``vit`` command does, in ``vit.cli.main``). The cost is that
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+
+from .checks import integer
 
 __all__ = ["keep_heap"]
 
@@ -31,9 +33,7 @@ def keep_heap(mmap_threshold: int = 32 << 20, trim_threshold: int = 1 << 30) -> 
     (another C library, another OS: nothing changed) or when it refused one of them.
     """
     for name, value in (("mmap_threshold", mmap_threshold), ("trim_threshold", trim_threshold)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2 ** 31:
-            raise ValueError(f"keep_heap {name}: got {value!r}; expected a positive number of "
-                             "bytes below 2**31")
+        integer(name, value, low=1, high=2 ** 31 - 1, owner="keep_heap")  # mallopt takes an int
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         mallopt = libc.mallopt

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import _toposort
+from .graph import toposort
 from .tensor import Tensor
 
 __all__ = ["graph_summary", "GraphSummary"]
@@ -96,7 +96,7 @@ def graph_summary(t: Tensor) -> GraphSummary:
     if t._node is None:
         return GraphSummary([], 0)
     rows, everything = [], {}
-    for node in _toposort(t._node, released_ok=True):
+    for node in toposort(t._node, released_ok=True):
         if type(node.outputs) is int:  # one output of a multi-output op: listed with the op
             continue
         saved = _saved_arrays(node)

@@ -9,28 +9,11 @@ from typing import Any
 import numpy as np
 
 from . import graph
+from .arrays import as_data, check_dtype
+from .checks import boolean
 from .graph import Node
 
 __all__ = ["Tensor", "tensor", "as_tensor"]
-
-
-_NOT_GIVEN = object()
-
-
-def _check_dtype(data: np.ndarray, requires_grad: bool, given: Any = _NOT_GIVEN) -> None:
-    kind = data.dtype.kind
-    if kind not in "biuf":
-        what = f"an array of dtype {data.dtype}"
-        if given is not _NOT_GIVEN and not isinstance(given, np.ndarray):
-            what = f"{type(given).__name__} ({what})"
-        raise TypeError(
-            f"Tensor data: got {what}; expected a bool, integer or floating dtype"
-        )
-    if requires_grad and kind != "f":
-        raise TypeError(
-            f"requires_grad=True: got dtype {data.dtype}; expected a floating dtype "
-            "(float16, float32, float64): only floating tensors can require grad"
-        )
 
 
 class Tensor:
@@ -95,8 +78,8 @@ class Tensor:
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
         original = data if isinstance(data, Tensor) else None
         given = data.data if original is not None else data
-        data = _as_array(given, dtype, copy=False)
-        _check_dtype(data, _flag(requires_grad), given)
+        data = as_data(given, dtype, copy=False)
+        check_dtype(data, boolean("requires_grad", requires_grad), given)
         self.data = data
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
@@ -231,7 +214,7 @@ class Tensor:
         """Set ``requires_grad`` on a leaf in place; returns self."""
         if self._node is not None and not requires_grad:
             raise RuntimeError("requires_grad_(False) on a non-leaf tensor: use detach()")
-        _check_dtype(self.data, requires_grad)
+        check_dtype(self.data, requires_grad)
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -316,54 +299,18 @@ class Tensor:
     def __setitem__(self, index: Any, value: Any) -> None:
         """``t[index] = value``: NumPy's assignment into ``data`` (values cast to t's dtype);
         bumps the version."""
-        what = f"t[index] = value on a tensor of shape {self.shape}"
-        if graph.is_grad_enabled():
-            _check_unrecorded_write(self, what)
-            if isinstance(value, Tensor) and value.requires_grad:
-                raise RuntimeError(
-                    f"{what}: value requires grad but t does not, and writing value's numbers "
-                    "would drop its gradient; build t out of place (F.stack, F.concatenate, "
-                    "F.where), or write value.detach() to mean no gradient"
-                )
-        raw = _real_operand(value, "t[index] = value", "value")
-        _check_writeable(self, what)
-        if isinstance(index, Tensor):
-            index = index.data
-        elif type(index) is tuple:
-            index = tuple(i.data if isinstance(i, Tensor) else i for i in index)
-        self.data[index] = raw
-        graph.note_write(self._version)
+        inplace.setitem(self, index, value)
 
-    def __iadd__(self, other): return self._inplace(other, np.add, "+=", _ops.add)
-    def __isub__(self, other): return self._inplace(other, np.subtract, "-=", _ops.sub)
-    def __imul__(self, other): return self._inplace(other, np.multiply, "*=", _ops.mul)
-    def __itruediv__(self, other): return self._inplace(other, np.true_divide, "/=", _ops.div)
-    def __ipow__(self, other): return self._inplace(other, np.power, "**=", _ops.pow)
-    def __imatmul__(self, other): return self._inplace(other, np.matmul, "@=", _ops.matmul)
+    # ``t += v``: NumPy's same-kind casting into t's dtype, or, where the result must be
+    # recorded, the op out of place (the name is rebound to its result)
+    def __iadd__(self, other): return inplace.update(self, other, np.add, "+=", _ops.add)
+    def __isub__(self, other): return inplace.update(self, other, np.subtract, "-=", _ops.sub)
+    def __imul__(self, other): return inplace.update(self, other, np.multiply, "*=", _ops.mul)
+    def __itruediv__(self, other):
+        return inplace.update(self, other, np.true_divide, "/=", _ops.div)
+    def __ipow__(self, other): return inplace.update(self, other, np.power, "**=", _ops.pow)
+    def __imatmul__(self, other): return inplace.update(self, other, np.matmul, "@=", _ops.matmul)
 
-    def _inplace(self, other: Any, ufunc: np.ufunc, symbol: str, op: Any) -> Tensor:
-        """``t <symbol> other`` in place (NumPy's same-kind casting into t's dtype), or, where
-        the result must be recorded, the op out of place (the name is rebound to it)."""
-        what = f"t {symbol} value on a tensor of shape {self.shape}"
-        if graph.is_grad_enabled() and (self.requires_grad or (
-                isinstance(other, Tensor) and other.requires_grad)):
-            if self._node is None and self.requires_grad:
-                _check_unrecorded_write(self, what)  # a leaf: refused, as in PyTorch
-            return op(self, other)  # like t = t + other: recorded, nothing written
-        raw = _real_operand(other, f"t {symbol} value", "value")
-        _check_writeable(self, what)
-        try:
-            ufunc(self.data, raw, out=self.data)
-        except TypeError:  # NumPy's UFuncTypeError: the result does not fit t's dtype
-            kind = np.result_type(self.data, raw)
-            raise TypeError(f"{what}: the result is {kind}, which cannot be stored in t's "
-                            f"{self.dtype} in place; write t = t {symbol[:-1]} value for a "
-                            "new tensor") from None
-        except ValueError as e:
-            raise ValueError(f"{what}: {e}; expected a value that broadcasts to t's shape "
-                             f"{self.shape}") from None
-        graph.note_write(self._version)
-        return self
 
     # Comparisons give bool tensors and are not differentiable.
     def __lt__(self, other): return _ops.less(self, other)
@@ -428,80 +375,17 @@ def _array_like(x: Any) -> bool:
     return isinstance(x, _ARRAY_LIKE)
 
 
-def _check_unrecorded_write(t: Tensor, what: str) -> None:
-    """In grad mode, refuse an in-place write into a tensor that requires grad: minigrad
-    records no in-place op, so its gradient would silently ignore the write."""
-    if not t.requires_grad:
-        return
-    if t._node is None:
-        raise RuntimeError(
-            f"{what}: t is a leaf that requires grad, and an in-place write into it would not "
-            "be recorded; to change a parameter's values, write under `with mg.no_grad():`"
-        )
-    raise RuntimeError(
-        f"{what}: t is the result of op '{t._node.op}', and minigrad does not record in-place "
-        "writes into the graph; build the new tensor out of place (F.where(mask, value, t), "
-        "F.concatenate), or write under `with mg.no_grad():` to change the numbers without "
-        "a gradient (backward through that op then refuses)"
-    )
-
-
-def _real_operand(value: Any, what: str, name: str) -> Any:
-    """The array or number to write: real numbers only (not strings, None or objects)."""
-    raw = value.data if isinstance(value, Tensor) else value
-    try:
-        kind = np.asarray(raw).dtype.kind
-    except (TypeError, ValueError):  # ragged lists
-        kind = "O"
-    if kind not in "biuf":
-        raise TypeError(f"{what}: {name} got {value!r} ({type(value).__name__}); expected a "
-                        "number, an array or a Tensor of real numbers")
-    return raw
-
-
-def _check_writeable(t: Tensor, what: str) -> None:
-    if not t.data.flags.writeable:
-        raise ValueError(f"{what}: t's array is read-only (a broadcast view, or made "
-                         "read-only by its owner); expected a writeable array")
-
-
 class _GradRequired(RuntimeError, ValueError):
     """backward() of a many-element tensor without ``grad``: a missing argument (ValueError),
     and a RuntimeError as in PyTorch."""
-
-
-def _flag(value: Any) -> bool:
-    """``requires_grad``: a bool (NumPy's too), never a string or None read as one."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"requires_grad: got {value!r} ({type(value).__name__}); expected "
-                        "True or False")
-    return bool(value)
-
-
-def _as_array(data: Any, dtype: Any, copy: bool) -> np.ndarray:
-    """``np.asarray``/``np.array`` with errors that name the argument."""
-    if dtype is not None:
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError:
-            raise TypeError(f"Tensor dtype: got {dtype!r}; expected a NumPy dtype such as "
-                            "np.float32 or 'float64'") from None
-    try:
-        return np.array(data, dtype=dtype, copy=True) if copy else np.asarray(data, dtype=dtype)
-    except ValueError as e:
-        if "inhomogeneous" in str(e) or "sequence" in str(e):
-            raise ValueError(f"Tensor data: got a ragged nested sequence ({e}); expected an "
-                             "array or equally long nested lists of numbers") from None
-        raise ValueError(f"Tensor data: cannot be read as an array of dtype {dtype} ({e}); "
-                         "expected numbers") from None
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """A new Tensor holding a *copy* of ``data`` (as ``torch.tensor``)."""
     if isinstance(data, Tensor):
         data = data.data
-    array = _as_array(data, dtype, copy=True)
-    _check_dtype(array, _flag(requires_grad), data)
+    array = as_data(data, dtype, copy=True)
+    check_dtype(array, boolean("requires_grad", requires_grad), data)
     return Tensor(array, requires_grad=requires_grad)
 
 
@@ -510,4 +394,5 @@ def as_tensor(x: Any) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
-from . import ops as _ops  # noqa: E402  (ops need Tensor defined first)
+from . import inplace  # noqa: E402  (both need Tensor defined first)
+from . import ops as _ops  # noqa: E402

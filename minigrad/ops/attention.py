@@ -20,7 +20,7 @@ from ..checks import boolean, real
 from ..parallel import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
 from ..defop import op
 from ..tensor import Tensor
-from .fused import _row_max, _row_sum
+from .rowwise import row_max, row_sum
 
 __all__ = ["self_attention", "attention_weights", "scaled_dot_product_attention"]
 
@@ -64,9 +64,9 @@ def _weights(q: np.ndarray, k: np.ndarray, s: float, out: np.ndarray | None = No
     if future is not None:
         np.copyto(a, -np.inf, where=future)
     rows = a.reshape(-1, a.shape[-1])
-    rows -= _row_max(rows)
+    rows -= row_max(rows)
     np.exp(rows, out=rows)
-    rows /= _row_sum(rows)
+    rows /= row_sum(rows)
     return a
 
 
@@ -117,7 +117,7 @@ def self_attention(qkv, num_heads, scale=None, is_causal=False):
             gs = go @ v.swapaxes(-1, -2)  # Ā, turned into S̄ in place
             rows, a_rows = gs.reshape(-1, T), a.reshape(-1, T)  # views of gs and a
             ga = rows * a_rows  # Ā ⊙ A, taken before the next line overwrites Ā
-            np.multiply(a_rows, _row_sum(ga), out=rows)
+            np.multiply(a_rows, row_sum(ga), out=rows)
             np.subtract(ga, rows, out=rows)
             np.matmul(gs, k * s, out=gq)
             np.matmul(gs.swapaxes(-1, -2), q * s, out=gk)

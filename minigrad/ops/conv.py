@@ -10,12 +10,12 @@ docs/backward.md §16 derives both; §18 derives ``pad``.
 """
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..checks import integer, real
 from ..defop import op
 
 __all__ = ["conv1d", "conv2d", "pad"]
@@ -26,14 +26,14 @@ def int_tuple(value: Any, n: int, op_name: str, name: str, minimum: int) -> tupl
     otherwise a TypeError or ValueError naming ``op_name`` and the argument ``name``."""
     what = f"an int >= {minimum}" + (f" or a tuple of {n} of them" if n > 1 else "")
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
-    if len(items) != n or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                                  for v in items):
-        kind = type(value).__name__
-        raise (ValueError if len(items) != n else TypeError)(
-            f"{op_name} {name}: got {value!r} ({kind}); expected {what}")
-    if any(v < minimum for v in items):
-        raise ValueError(f"{op_name} {name}: got {value!r}; expected {what}")
-    return tuple(int(v) for v in items)
+    if len(items) != n:
+        raise ValueError(f"{op_name} {name}: got {value!r} ({type(value).__name__}); "
+                         f"expected {what}")
+    try:  # checks.integer decides TypeError or ValueError; the message shows the whole value
+        return tuple(integer(name, v, low=minimum) for v in items)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{op_name} {name}: got {value!r} ({type(value).__name__}); "
+                      f"expected {what}") from None
 
 
 def windows(xp: np.ndarray, kernel, stride, dilation) -> np.ndarray:
@@ -81,9 +81,7 @@ def _check_conv(x, weight, bias, groups, spatial, op_name):
     wname = {1: "(O, C/groups, k)", 2: "(O, C/groups, kh, kw)"}[spatial]
     if weight.ndim != spatial + 2:
         raise ValueError(f"{op_name} weight: got shape {weight.shape}; expected {wname}")
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
-        raise TypeError(f"{op_name} groups: got {groups!r} ({type(groups).__name__}); "
-                        "expected an int >= 1")
+    groups = integer("groups", groups, owner=op_name)
     C, O = x.shape[-spatial - 1], weight.shape[0]
     if groups < 1 or C % groups or O % groups:
         raise ValueError(f"{op_name} groups: got {groups} for {C} input and {O} output "
@@ -160,7 +158,9 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pair, 'valid' or 'same'); ``stride`` and ``dilation`` are ints or pairs. Output
     (B, O, Ho, Wo) with Ho = (H + 2·ph - dh·(kh - 1) - 1) // sh + 1 (and Wo alike).
     VJP: x̄ = the transposed convolution of g with w (col2im of wᵀ g), w̄ = the correlation
-    of xpad with g, b̄ = Σ_{b,p,q} g. docs/backward.md §16; tests/minigrad/test_conv.py.
+    of xpad with g, b̄ = Σ_{b,p,q} g.
+    Derivation: docs/backward.md §16. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_conv.py.
     """
     _check_conv(x, weight, bias, groups, 2, "conv2d")
     stride = int_tuple(stride, 2, "conv2d", "stride", 1)
@@ -182,7 +182,9 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     PyTorch's conv1d: x (B, C, L) or unbatched (C, L), weight (O, C/groups, k), bias (O,)
     or None; ``stride``, ``padding`` (or 'valid', 'same') and ``dilation`` are ints. It is
     conv2d on a height-1 image. VJP: as conv2d's (x̄ a transposed convolution, w̄ a
-    correlation, b̄ = Σ_{b,t} g). docs/backward.md §16; tests/minigrad/test_conv.py.
+    correlation, b̄ = Σ_{b,t} g).
+    Derivation: docs/backward.md §16. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_conv.py.
     """
     _check_conv(x, weight, bias, groups, 1, "conv1d")
     stride = (1,) + int_tuple(stride, 1, "conv1d", "stride", 1)
@@ -229,13 +231,14 @@ def pad(x, pad_width, mode="constant", value=0.0):
     (PyTorch's 'replicate'). ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair
     (before, after) for every axis, or one pair per axis, first axis first.
     VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
-    g added back onto the element it copies. docs/backward.md §18; tests/minigrad/test_pool.py.
+    g added back onto the element it copies.
+    Derivation: docs/backward.md §18. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_pool.py.
     """
     if not isinstance(mode, str) or mode not in _PAD_MODES:
         raise (ValueError if isinstance(mode, str) else TypeError)(
             f"pad mode: got {mode!r}; expected one of {', '.join(_PAD_MODES)}")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"pad value: got {value!r} ({type(value).__name__}); expected a number")
+    value = real("value", value, finite=False, owner="pad")  # -inf padding is meaningful
     if mode != "constant" and value != 0:
         raise ValueError(f"pad value: got {value!r} with mode {mode!r}; expected value only "
                          "with mode 'constant'")

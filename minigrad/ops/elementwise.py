@@ -27,7 +27,11 @@ def _negate(g):
 
 @op(arrays=2)
 def add(a, b):
-    """out = a + b.   VJP: ā = g, b̄ = g."""
+    """out = a + b.   VJP: ā = g, b̄ = g.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     return np.add(a, b), (_identity, _identity)
 
 
@@ -37,7 +41,11 @@ def _is_bool(a) -> bool:
 
 @op(arrays=2)
 def sub(a, b):
-    """out = a - b.   VJP: ā = g, b̄ = -g.   Two masks (bool) are refused, as NumPy does."""
+    """out = a - b.   VJP: ā = g, b̄ = -g.   Two masks (bool) are refused, as NumPy does.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     try:
         out = np.subtract(a, b)
     except TypeError:  # checked only on failure: no cost to the common case
@@ -50,20 +58,32 @@ def sub(a, b):
 
 @op(arrays=2)
 def mul(a, b):
-    """out = a * b.   VJP: ā = g * b, b̄ = g * a."""
+    """out = a * b.   VJP: ā = g * b, b̄ = g * a.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     return np.multiply(a, b), (lambda g: g * b, lambda g: g * a)
 
 
 @op(arrays=2)
 def div(a, b):
-    """out = a / b.   VJP: ā = g / b, b̄ = -g * a / b² = -g * out / b."""
+    """out = a / b.   VJP: ā = g / b, b̄ = -g * a / b² = -g * out / b.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     out = np.true_divide(a, b)
     return out, (lambda g: g / b, lambda g: -g * out / b)
 
 
 @op(arrays=1)
 def neg(a):
-    """out = -a.   VJP: ā = -g.   A mask (bool) is refused, as NumPy and PyTorch do."""
+    """out = -a.   VJP: ā = -g.   A mask (bool) is refused, as NumPy and PyTorch do.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     try:
         out = np.negative(a)
     except TypeError:
@@ -82,6 +102,8 @@ def pow(a, b):
     The exponent may be a number or a Tensor. Where b = 0, out = 1 is constant in a, so ā = 0
     even at a = 0 (where b * a^(b-1) would be 0 * inf). At a = 0 the exponent's gradient is
     taken as 0 when b >= 0 (the limit of a^b log a). Both as PyTorch does.
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
     """
     out = np.power(a, b)
 
@@ -106,47 +128,76 @@ def pow(a, b):
 
 @op(arrays=1)
 def exp(a):
-    """out = e^a.   VJP: ā = g * out."""
+    """out = e^a.   VJP: ā = g * out.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     out = np.exp(a)
     return out, lambda g: g * out
 
 
 @op(arrays=1)
 def log(a):
-    """out = ln a.   VJP: ā = g / a."""
+    """out = ln a.   VJP: ā = g / a.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     return np.log(a), lambda g: g / a
 
 
 @op(arrays=1)
 def sqrt(a):
-    """out = √a.   VJP: ā = g / (2 out)."""
+    """out = √a.   VJP: ā = g / (2 out).
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     out = np.sqrt(a)
     return out, lambda g: g / (out + out)
 
 
 @op(arrays=1)
 def tanh(a):
-    """out = tanh a.   VJP: ā = g * (1 - out²)."""
+    """out = tanh a.   VJP: ā = g * (1 - out²).
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     out = np.tanh(a)
     return out, lambda g: g * (1 - out * out)
 
 
 @op(arrays=1)
 def abs(a):
-    """out = |a|.   VJP: ā = g * sign(a)  (0 at a = 0, the subgradient PyTorch uses)."""
+    """out = |a|.   VJP: ā = g * sign(a)  (0 at a = 0, the subgradient PyTorch uses).
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     return np.abs(a), lambda g: g * np.sign(a)
 
 
 @op(arrays=1)
 def sigmoid(a):
-    """out = 1 / (1 + e^-a).   VJP: ā = g * out * (1 - out).   Integers and bool: float64."""
+    """out = 1 / (1 + e^-a).   VJP: ā = g * out * (1 - out).   Integers and bool: float64.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
+    """
     out = np.exp(-np.logaddexp(0, -as_floating(a)))  # no overflow for large |a|
     return out, lambda g: g * out * (1 - out)
 
 
 @op(arrays=1)
 def relu(a):
-    """out = max(a, 0).   VJP: ā = g where a > 0, else 0."""
+    """out = max(a, 0).   VJP: ā = g where a > 0, else 0.
+
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py,
+    tests/minigrad/test_tensor_relu_method.py.
+    """
     return np.maximum(a, 0), lambda g: g * (a > 0)
 
 
@@ -162,6 +213,8 @@ def maximum(a, b):
     """out = max(a, b) elementwise.   VJP: ā = g * [a > b] + g/2 * [a = b],  b̄ = g - ā.
 
     Ties split the gradient evenly between the two inputs (as PyTorch does).
+    Derivation: docs/backward.md §4 (the tie rule) and §2. Tests:
+    tests/minigrad/op_cases/elementwise.py.
     """
     out = np.maximum(a, b)
 
@@ -179,6 +232,8 @@ def minimum(a, b):
     """out = min(a, b) elementwise.   VJP: ā = g * [a < b] + g/2 * [a = b],  b̄ likewise.
 
     Ties split the gradient evenly between the two inputs.
+    Derivation: docs/backward.md §4 (the tie rule) and §2. Tests:
+    tests/minigrad/op_cases/elementwise.py.
     """
     out = np.minimum(a, b)
 
@@ -196,6 +251,8 @@ def where(condition, a, b):
     """out = a where condition else b.   VJP: ā = g where condition else 0, b̄ = the rest.
 
     ``condition`` is a boolean array (or bool Tensor) and gets no gradient.
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
     """
     cond = np.asarray(condition, dtype=bool)
     out = np.where(cond, a, b)
@@ -213,6 +270,8 @@ def clip(a, a_min=None, a_max=None):
     one-sided derivative from inside (docs/backward.md, section 13; torch.clamp's rule there
     changed between versions). With a_min > a_max every output is a_max, and so is its
     gradient's destination.
+    Derivation: docs/backward.md §13. Tests: tests/minigrad/op_cases/elementwise.py,
+    tests/minigrad/test_clip_bound_gradients.py, tests/minigrad/test_clip_convention.py.
     """
     if a_min is None and a_max is None:
         raise ValueError("clip: got a_min=None and a_max=None; expected at least one bound")
@@ -248,6 +307,8 @@ def astype(a, dtype):
 
     A cast to a non-floating dtype (int, bool) is not differentiable, as in PyTorch: its
     result does not require grad (an integer gradient would be silently truncated).
+    Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
+    Tests: tests/minigrad/op_cases/elementwise.py.
     """
     dtype = np.dtype(dtype)
     if dtype.kind not in "biuf":

@@ -29,9 +29,11 @@ def matmul(a, b):
     and a 1-D ``b`` as a column (k,) -> (k, 1), whose added axis is then dropped from ``out``
     and from the gradients.
 
-    A batched ``a`` times a 2-D ``b`` (every Linear layer on (B, N, D) tokens) runs as one
-    (B·N, k) @ (k, n) product, and b̄ = Σ_batch aᵀ g as one (k, B·N) @ (B·N, n) product,
-    so no (B, k, n) stack of per-example products is ever formed.
+    A batched ``a`` times a 2-D ``b`` (every Linear layer on (B, N, D) tokens) takes
+    ``linear``'s path: one (B·N, k) @ (k, n) product, and b̄ = Σ_batch aᵀ g as one
+    (k, B·N) @ (B·N, n) product, so no (B, k, n) stack of per-example products is formed.
+    Derivation: docs/backward.md §3 (broadcast batch axes: §2). Tests:
+    tests/minigrad/op_cases/linalg.py.
     """
     if np.ndim(a) == 0 or np.ndim(b) == 0:  # a 0-d operand arrives as a Python number
         raise ValueError(
@@ -53,17 +55,10 @@ def matmul(a, b):
             lambda g: g[..., None] * b,
             lambda g: np.reshape(g, -1) @ np.broadcast_to(a, g.shape + (k,)).reshape(g.size, k),
         )
-    if b.ndim == 2 and a.ndim > 2:  # tokens @ weight: one big GEMM
-        k, n = b.shape
-        a_shape = a.shape
-        rows = math.prod(a_shape[:-1])  # not -1: an axis of length 0 leaves it undetermined
-        a2 = a.reshape(rows, k)  # kept for the weight's gradient (a copy only if a was strided)
-        out = (a2 @ b).reshape(a_shape[:-1] + (n,))
-        return out, (
-            lambda g: (g.reshape(rows, n) @ b.T).reshape(a_shape),
-            lambda g: a2.T @ g.reshape(rows, n),
-        )
-    out = a @ b
+    if b.ndim == 2 and a.ndim > 2 and a.shape[-1] == b.shape[0]:  # tokens @ weight
+        out, (vjp_a, vjp_b, _) = _rows_times_matrix(a, b, None)
+        return out, (vjp_a, vjp_b)
+    out = a @ b  # (a mismatch raises NumPy's own error, naming the sizes)
     return out, (lambda g: g @ _mT(b), lambda g: _mT(a) @ g)
 
 
@@ -75,14 +70,23 @@ def linear(x, weight, bias=None):
         x̄ = g @ Wᵀ,   W̄ = x₂ᵀ g₂,   b̄ = Σ_rows g₂.
     Every row goes through one GEMM, and the bias gradient is a column sum rather than the
     broadcast-undo of a separate add.
+    Derivation: docs/backward.md §3 (the 2-D case, rows flattened). Tests:
+    tests/minigrad/op_cases/linalg.py, tests/minigrad/test_parallel.py (large products).
     """
     x, weight = np.asarray(x), np.asarray(weight)
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[0]:
         raise ValueError(f"linear: got x of shape {x.shape} and weight of shape "
                          f"{weight.shape}; expected x (..., k) and weight (k, n)")
+    if bias is not None and np.shape(bias) != (weight.shape[1],):
+        raise ValueError(f"linear bias: got shape {np.shape(bias)}; expected "
+                         f"({weight.shape[1]},)")
+    return _rows_times_matrix(x, weight, bias)
+
+
+def _rows_times_matrix(x, weight, bias):
+    """``linear``'s forward and VJPs for checked x (..., k), W (k, n), b (n,) or None; also
+    ``matmul``'s for a batched x times a 2-D W."""
     k, n = weight.shape
-    if bias is not None and np.shape(bias) != (n,):
-        raise ValueError(f"linear bias: got shape {np.shape(bias)}; expected ({n},)")
     x_shape = x.shape
     rows = math.prod(x_shape[:-1])
     x2 = x.reshape(rows, k)  # kept for the weight's gradient (a copy only if x was strided)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import boolean
 from ..defop import op
 from .conv import int_tuple, out_size
 
@@ -58,7 +59,8 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     sh + 1. VJP: x̄ gets g at each window's argmax, summed where windows overlap. Ties go
     to the first maximum of the window in row-major order, and a window holding NaN to its
     last NaN (its output is NaN): where PyTorch's CPU kernel sends them.
-    docs/backward.md §17; tests/minigrad/test_pool.py.
+    Derivation: docs/backward.md §17. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_pool.py.
     """
     x4, kernel, stride, padding, (Ho, Wo) = _pool_args(x, kernel_size, stride, padding,
                                                        "max_pool2d")
@@ -116,13 +118,12 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
     Arguments as ``max_pool2d``'s. n = kh·kw, the padding zeros counted
     (``count_include_pad=True``, PyTorch's default); with False, n is the number of real
     elements in the window. VJP: x̄ = Σ over the windows holding an element of g / n.
-    docs/backward.md §17; tests/minigrad/test_pool.py.
+    Derivation: docs/backward.md §17. Tests: tests/minigrad/op_cases/conv.py,
+    tests/minigrad/test_pool.py.
     """
     x4, kernel, stride, padding, (Ho, Wo) = _pool_args(x, kernel_size, stride, padding,
                                                        "avg_pool2d")
-    if not isinstance(count_include_pad, (bool, np.bool_)):
-        raise TypeError(f"avg_pool2d count_include_pad: got {count_include_pad!r}; expected "
-                        "True or False")
+    count_include_pad = boolean("count_include_pad", count_include_pad, owner="avg_pool2d")
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
     if x4.dtype.kind != "f":
         x4 = x4.astype(np.float64)  # as mean does

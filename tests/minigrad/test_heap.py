@@ -39,10 +39,12 @@ def test_keep_heap_stops_the_page_faults_of_repeated_steps():
     assert kept < fresh / 20
 
 
-@pytest.mark.parametrize("kwargs", [dict(mmap_threshold=0), dict(trim_threshold=-1),
-                                    dict(mmap_threshold=2 ** 31), dict(trim_threshold=1.5),
-                                    dict(mmap_threshold=True)])
-def test_keep_heap_refuses_bad_sizes(kwargs):
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(mmap_threshold=0), ValueError), (dict(trim_threshold=-1), ValueError),
+    (dict(mmap_threshold=2 ** 31), ValueError),
+    # wrong types: TypeError since minigrad.checks (the one rule; ValueError before)
+    (dict(trim_threshold=1.5), TypeError), (dict(mmap_threshold=True), TypeError)])
+def test_keep_heap_refuses_bad_sizes(kwargs, error):
     name = next(iter(kwargs))
-    with pytest.raises(ValueError, match=f"keep_heap {name}"):
+    with pytest.raises(error, match=f"keep_heap {name}"):
         keep_heap(**kwargs)

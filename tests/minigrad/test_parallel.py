@@ -53,9 +53,12 @@ def test_an_error_in_a_worker_reaches_the_caller(threads):
         parallel.for_each_block(kernel, rows, 64)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_set_num_threads_rejects_non_positive_integers(bad):
-    with pytest.raises(ValueError, match="set_num_threads"):
+@pytest.mark.parametrize("bad, error", [
+    (0, ValueError), (-1, ValueError), (parallel.MAX_THREADS + 1, ValueError),
+    # wrong types: TypeError since minigrad.checks (the one rule; ValueError before)
+    (1.5, TypeError), (True, TypeError), ("2", TypeError)])
+def test_set_num_threads_rejects_non_positive_integers(bad, error):
+    with pytest.raises(error, match="set_num_threads"):
         parallel.set_num_threads(bad)
 
 

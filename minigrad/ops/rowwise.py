@@ -1,0 +1,104 @@
+"""Row-wise building blocks of the fused kernels: arrays as (rows, last axis) matrices,
+fast sums and maxima along rows, and the one scaffold that runs a kernel over blocks of rows.
+
+The fused ops (softmax, layer_norm, gelu_tanh in ``fused.py``, attention's softmax in
+``attention.py``) treat their input as a stack of independent rows. :func:`map_rows` owns
+what they share: allocate the result, run the kernel over cache-sized blocks of rows on
+every core (``minigrad.parallel.for_each_block``), hand back the result in the input's
+shape. The kernel itself is plain NumPy arithmetic on one block.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import numpy as np
+
+from .. import parallel
+
+__all__ = ["as_rows", "matrix", "map_rows", "row_sum", "row_max"]
+
+
+def as_rows(a) -> np.ndarray:
+    """``a`` as a C-contiguous floating (rows, last axis) matrix (a view when it already is
+    one); integer and bool input becomes float64, as the primitive ops' results do."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f":
+        a = a.astype(np.float64)
+    if not a.ndim:
+        return a.reshape(1, 1)
+    return matrix(np.ascontiguousarray(a))
+
+
+def matrix(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous ``a`` of shape (..., n) viewed as (rows, n); a 0-d one as (1, 1)."""
+    if not a.ndim:
+        return a.reshape(1, 1)
+    # not reshape(-1, n): an axis of length 0 would leave -1 undetermined
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+def map_rows(kernel: Callable[..., None], shape: tuple, dtype: np.dtype,
+             *inputs: np.ndarray) -> np.ndarray:
+    """A new array of ``shape`` and ``dtype`` filled block by block of rows.
+
+    ``kernel(out, *blocks)`` writes ``out``, rows lo:hi of the result seen as a (rows, n)
+    matrix; ``blocks`` are the same rows lo:hi of each of ``inputs`` (matrices with the
+    result's number of rows: data it reads, or per-row outputs such as a saved statistic
+    that it writes). Blocks go to every core for large arrays (see ``for_each_block``); the
+    result is owned by the caller (no view), so a VJP may return it for the engine to adopt.
+    An empty result runs no kernel (per-row outputs among ``inputs`` are then not written).
+    """
+    result = np.empty(shape, dtype=dtype)
+    out = matrix(result)
+    if out.size <= parallel.BLOCK_ELEMENTS:  # one block (a small model's arrays): no scheduling
+        if out.size:
+            kernel(out, *inputs)
+        return result
+
+    def block(lo: int, hi: int) -> None:
+        kernel(out[lo:hi], *[a[lo:hi] for a in inputs])
+
+    parallel.for_each_block(block, *out.shape)
+    return result
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(n: int, dtype: np.dtype) -> np.ndarray:
+    ones = np.ones(n, dtype=dtype)
+    ones.flags.writeable = False
+    return ones
+
+
+#: Elements per GEMV in ``row_sum``: below OpenBLAS's threshold for splitting one across its
+#: own threads (these sums run inside the block pool's threads; nested threads would
+#: oversubscribe the cores).
+GEMV_ELEMENTS = 8192
+
+
+def row_sum(a: np.ndarray) -> np.ndarray:
+    """Σ over the last axis of a (rows, n) matrix, as (rows, 1).
+
+    A product with a vector of ones (a GEMV): BLAS sums short rows several times faster than
+    NumPy's reduction, which pays per row (docs/performance.md, "What dominates, and what
+    was done").
+    """
+    n_rows, n = a.shape
+    ones = _ones(n, a.dtype)
+    step = max(1, GEMV_ELEMENTS // max(n, 1))
+    if n_rows <= step:
+        return (a @ ones).reshape(-1, 1)
+    out = np.empty(n_rows, dtype=np.result_type(a, ones))
+    for lo in range(0, n_rows, step):
+        np.matmul(a[lo:lo + step], ones, out=out[lo:lo + step])
+    return out.reshape(-1, 1)
+
+
+def row_max(a: np.ndarray) -> np.ndarray:
+    """max over the last axis of a (rows, n) matrix, as (rows, 1). For short rows NumPy's
+    reduction pays per row, so they are transposed first and reduced across (the maximum is
+    exact either way)."""
+    if a.shape[1] <= 32:
+        return np.maximum.reduce(a.T.copy(), axis=0).reshape(-1, 1)
+    return a.max(axis=1, keepdims=True)
