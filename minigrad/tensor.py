@@ -12,11 +12,12 @@ from . import graph
 from .arrays import as_data, check_dtype
 from .checks import boolean
 from .graph import Node
+from .methods import ArrayMethods
 
 __all__ = ["Tensor", "tensor", "as_tensor"]
 
 
-class Tensor:
+class Tensor(ArrayMethods):
     """An n-dimensional array that records the ops applied to it, for reverse-mode autodiff.
 
     ``Tensor(data)`` wraps ``np.asarray(data)`` without copying it (as ``np.asarray`` and
@@ -288,6 +289,8 @@ class Tensor:
     def __rtruediv__(self, other): return _ops.div(other, self)
     def __pow__(self, other): return _ops.pow(self, other)
     def __rpow__(self, other): return _ops.pow(other, self)
+    def __mod__(self, other): return _ops.mod(self, other)
+    def __rmod__(self, other): return _ops.mod(other, self)
     def __matmul__(self, other): return _ops.matmul(self, other)
     def __rmatmul__(self, other): return _ops.matmul(other, self)
     def __neg__(self): return _ops.neg(self)
@@ -309,6 +312,7 @@ class Tensor:
     def __itruediv__(self, other):
         return inplace.update(self, other, np.true_divide, "/=", _ops.div)
     def __ipow__(self, other): return inplace.update(self, other, np.power, "**=", _ops.pow)
+    def __imod__(self, other): return inplace.update(self, other, np.remainder, "%=", _ops.mod)
     def __imatmul__(self, other): return inplace.update(self, other, np.matmul, "@=", _ops.matmul)
 
 
@@ -324,43 +328,6 @@ class Tensor:
 
     def __ne__(self, other):
         return _ops.not_equal(self, other) if _array_like(other) else NotImplemented
-
-    # ---- NumPy-named methods ----------------------------------------------------------
-    # NumPy's second positional parameter is dtype/out, which these do not take: keepdims
-    # and ddof are keyword-only, so t.sum(0, True) fails loudly rather than meaning another thing.
-    def sum(self, axis=None, *, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
-    def mean(self, axis=None, *, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
-    def max(self, axis=None, *, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
-    def min(self, axis=None, *, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
-
-    def var(self, axis=None, *, ddof=0, keepdims=False):
-        return _ops.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
-
-    def exp(self): return _ops.exp(self)
-    def log(self): return _ops.log(self)
-    def sqrt(self): return _ops.sqrt(self)
-    def tanh(self): return _ops.tanh(self)
-    def abs(self): return _ops.abs(self)
-    def relu(self): return _ops.relu(self)
-    def clip(self, min=None, max=None, *, a_min=None, a_max=None):
-        """``ndarray.clip(min, max)``; ``np.clip``'s ``a_min=``/``a_max=`` also accepted."""
-        return _ops.clip(self, min if a_min is None else a_min, max if a_max is None else a_max)
-
-    def astype(self, dtype): return _ops.astype(self, dtype)
-
-    def reshape(self, *shape):
-        return _ops.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return _ops.transpose(self, axes or None)
-
-    permute = transpose
-
-    def swapaxes(self, axis1, axis2): return _ops.swapaxes(self, axis1, axis2)
-    def squeeze(self, axis=None): return _ops.squeeze(self, axis)
-    def flatten(self): return _ops.reshape(self, (-1,))
 
     @property
     def T(self) -> Tensor:

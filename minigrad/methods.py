@@ -1,0 +1,104 @@
+"""The NumPy-named methods of a Tensor: ``t.sum(axis)``, ``t.cumsum()``, ``t.sin()``, ...
+
+Each is one line that calls the op of the same name in ``minigrad.ops``, with NumPy's
+signature (``ndarray.sum(axis=None, ...)``, ``ndarray.repeat(repeats, axis=None)``); where
+ndarray has no such method, PyTorch's name (``flip``, ``roll``, ``tril``, ``logcumsumexp``).
+NumPy's second positional parameter of a reduction is dtype/out, which these do not take:
+``keepdims`` and ``ddof`` are keyword-only, so ``t.sum(0, True)`` fails loudly rather than
+meaning another thing. ``argmax``, ``argmin``, ``any`` and ``all`` return plain arrays.
+"""
+from __future__ import annotations
+
+__all__ = ["ArrayMethods"]
+
+
+class ArrayMethods:
+    """Mixed into :class:`minigrad.Tensor`; every method forwards to ``minigrad.ops``."""
+
+    __slots__ = ()
+
+    # ---- reductions and scans
+    def sum(self, axis=None, *, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, *, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, *, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, *, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, *, keepdims=False): return _ops.prod(self, axis, keepdims)
+
+    def var(self, axis=None, *, ddof=0, keepdims=False):
+        return _ops.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, *, ddof=0, keepdims=False): return _ops.std(self, axis, ddof, keepdims)
+    def norm(self, ord=None, axis=None, keepdims=False): return _ops.norm(self, ord, axis, keepdims)
+    def cumsum(self, axis=None): return _ops.cumsum(self, axis)
+    def cumprod(self, axis=None): return _ops.cumprod(self, axis)
+    def logcumsumexp(self, axis=None): return _ops.logcumsumexp(self, axis)
+    def argmax(self, axis=None, *, keepdims=False): return _ops.argmax(self, axis, keepdims)
+    def argmin(self, axis=None, *, keepdims=False): return _ops.argmin(self, axis, keepdims)
+    def any(self, axis=None, *, keepdims=False): return _ops.any(self, axis, keepdims)
+    def all(self, axis=None, *, keepdims=False): return _ops.all(self, axis, keepdims)
+
+    # ---- elementwise
+    def exp(self): return _ops.exp(self)
+    def log(self): return _ops.log(self)
+    def sqrt(self): return _ops.sqrt(self)
+    def tanh(self): return _ops.tanh(self)
+    def abs(self): return _ops.abs(self)
+    def relu(self): return _ops.relu(self)
+    def sigmoid(self): return _ops.sigmoid(self)
+    def sin(self): return _ops.sin(self)
+    def cos(self): return _ops.cos(self)
+    def tan(self): return _ops.tan(self)
+    def arcsin(self): return _ops.arcsin(self)
+    def arccos(self): return _ops.arccos(self)
+    def arctan(self): return _ops.arctan(self)
+    def sinh(self): return _ops.sinh(self)
+    def cosh(self): return _ops.cosh(self)
+    def arcsinh(self): return _ops.arcsinh(self)
+    def arctanh(self): return _ops.arctanh(self)
+    def log1p(self): return _ops.log1p(self)
+    def expm1(self): return _ops.expm1(self)
+    def log2(self): return _ops.log2(self)
+    def log10(self): return _ops.log10(self)
+    def exp2(self): return _ops.exp2(self)
+    def square(self): return _ops.square(self)
+    def reciprocal(self): return _ops.reciprocal(self)
+    def rsqrt(self): return _ops.rsqrt(self)
+    def sign(self): return _ops.sign(self)
+    def floor(self): return _ops.floor(self)
+    def ceil(self): return _ops.ceil(self)
+    def trunc(self): return _ops.trunc(self)
+    def round(self, decimals=0): return _ops.round(self, decimals)
+
+    def clip(self, min=None, max=None, *, a_min=None, a_max=None):
+        """``ndarray.clip(min, max)``; ``np.clip``'s ``a_min=``/``a_max=`` also accepted."""
+        return _ops.clip(self, min if a_min is None else a_min, max if a_max is None else a_max)
+
+    def astype(self, dtype): return _ops.astype(self, dtype)
+
+    # ---- shape and indexing
+    def reshape(self, *shape):
+        return _ops.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return _ops.transpose(self, axes or None)
+
+    permute = transpose
+
+    def swapaxes(self, axis1, axis2): return _ops.swapaxes(self, axis1, axis2)
+    def moveaxis(self, source, destination): return _ops.moveaxis(self, source, destination)
+    def squeeze(self, axis=None): return _ops.squeeze(self, axis)
+    def flatten(self): return _ops.reshape(self, (-1,))
+    def repeat(self, repeats, axis=None): return _ops.repeat(self, repeats, axis)
+    def tile(self, reps): return _ops.tile(self, reps)
+    def flip(self, axis=None): return _ops.flip(self, axis)
+    def roll(self, shift, axis=None): return _ops.roll(self, shift, axis)
+    def tril(self, k=0): return _ops.tril(self, k)
+    def triu(self, k=0): return _ops.triu(self, k)
+    def diagonal(self, offset=0, axis1=0, axis2=1): return _ops.diagonal(self, offset, axis1, axis2)
+    def trace(self, offset=0, axis1=0, axis2=1): return _ops.trace(self, offset, axis1, axis2)
+    def take_along_axis(self, indices, axis): return _ops.take_along_axis(self, indices, axis)
+
+
+from . import ops as _ops  # noqa: E402  (the ops need Tensor, which needs these methods)
