@@ -22,7 +22,7 @@ from minigrad.ops import PUBLIC_OPS  # noqa: E402
 BACKWARD = ROOT / "docs" / "backward.md"
 README = ROOT / "README.md"
 START, END = "<!-- op-table:start -->", "<!-- op-table:end -->"
-SECTION = re.compile(r"backward\.md\s*§\s*(\d+)")
+SECTION = re.compile(r"§\s*(\d+)")
 
 
 def sections() -> dict[int, str]:
