@@ -15,7 +15,7 @@ import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_heap_is_reachable_from_the_package():
