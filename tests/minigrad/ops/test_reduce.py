@@ -1,5 +1,9 @@
-"""prod and cumprod with 0, 1 and 2 zeros: exact gradients, derived by hand
-(docs/backward.md §21), and no division by zero on the way (errors raised, not warned)."""
+"""The reductions' rules beyond the case table, derived by hand.
+
+prod and cumprod with 0, 1 and 2 zeros: exact gradients (docs/backward.md §21), and no
+division by zero on the way (errors raised, not warned). std, norm and the
+non-differentiable reductions (argmax, argmin, any, all): the rules at the points where the
+gradient needs a convention (docs/backward.md §23)."""
 from __future__ import annotations
 
 import numpy as np
@@ -83,3 +87,95 @@ def test_prod_of_integers_is_not_differentiable_and_keeps_numpys_dtype():
     out = F.prod(np.array([[1, 2], [3, 4]]), axis=0)
     assert out.dtype == np.prod(np.array([[1, 2], [3, 4]]), axis=0).dtype
     assert not out.requires_grad
+
+
+# ---- std, norm, argmax, argmin, any, all: the rules at the conventions (docs/backward.md §23) ---
+def _grad_at(fn, x, g=1.0):
+    t = mg.Tensor(np.asarray(x, float), requires_grad=True)
+    out = fn(t)
+    out.backward(np.broadcast_to(np.asarray(g, float), out.shape).copy())
+    return out, t.grad
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "any", "all"])
+def test_index_and_truth_reductions_return_arrays_not_tensors(name):
+    x = mg.Tensor(np.array([[1.0, 5.0, 5.0], [-2.0, 0.0, 7.0]]), requires_grad=True)
+    for kw in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}):
+        got = getattr(F, name)(x, **kw)
+        assert type(got) is np.ndarray, type(got)
+        np.testing.assert_array_equal(got, getattr(np, name)(x.data, **kw))
+    assert x.grad is None and x.is_leaf
+
+
+def test_argmax_ties_take_the_first_as_numpy():
+    assert F.argmax(np.array([1.0, 5.0, 5.0])) == 1
+    assert F.argmin(mg.Tensor(np.array([3.0, -1.0, -1.0]))) == 1
+
+
+def test_any_all_of_a_comparison():
+    x = mg.Tensor(np.array([0.5, 2.0, -1.0]), requires_grad=True)
+    assert F.any(x > 1.0).dtype == np.bool_ and bool(F.any(x > 1.0))
+    assert not bool(F.all(x > 0.0))
+
+
+def test_std_gradient_of_a_constant_slice_is_zero_not_nan():
+    """√var has no derivative at var = 0; 0 is a subgradient (std is a scaled norm of
+    x - mean), and it is what PyTorch gives."""
+    _, g = _grad_at(lambda t: F.std(t, axis=1), [[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]], [1.0, 1.0])
+    np.testing.assert_array_equal(g[1], [0.0, 0.0, 0.0])
+    # the first row: (x - μ) / (n σ), μ = 7/3, σ² = ((4/3)² + (1/3)² + (5/3)²) / 3 = 14/9
+    d = np.array([1.0, 2.0, 4.0]) - 7 / 3
+    np.testing.assert_allclose(g[0], d / (3 * np.sqrt(14 / 9)), rtol=1e-14)
+
+
+def test_std_is_the_square_root_of_var_with_ddof():
+    x = np.random.default_rng(7).standard_normal((4, 5))
+    for ddof in (0, 1, 2):
+        np.testing.assert_allclose(F.std(x, axis=0, ddof=ddof).data,
+                                   np.sqrt(np.var(x, axis=0, ddof=ddof)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("ord", [None, 2, 3, 1, 0.5, np.inf])
+def test_norm_gradient_at_zero_is_zero(ord):
+    """At x = 0 every vector norm has a subgradient 0 (the unit ball of the dual norm holds
+    0): the rule PyTorch follows."""
+    _, g = _grad_at(lambda t: F.norm(t, ord=ord), [0.0, 0.0, 0.0], 2.0)
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.0])
+
+
+def test_norm_gradients_derived_by_hand():
+    x = [3.0, -4.0]
+    _, g = _grad_at(F.norm, x)  # x / |x| = (0.6, -0.8)
+    np.testing.assert_allclose(g, [0.6, -0.8], rtol=1e-15)
+    _, g = _grad_at(lambda t: F.norm(t, 1), [3.0, -4.0, 0.0])  # sign(x), 0 at 0
+    np.testing.assert_array_equal(g, [1.0, -1.0, 0.0])
+    _, g = _grad_at(lambda t: F.norm(t, np.inf), [-2.0, 2.0, 1.0])  # ties share: ±1/2
+    np.testing.assert_array_equal(g, [-0.5, 0.5, 0.0])
+    _, g = _grad_at(lambda t: F.norm(t, -np.inf), [-2.0, 1.0, -1.0])
+    np.testing.assert_array_equal(g, [0.0, 0.5, -0.5])
+    _, g = _grad_at(lambda t: F.norm(t, 0), [3.0, 0.0, 1.0])  # a count: piecewise constant
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.0])
+    # p = 3: sign(x) |x|² / out², out = (27 + 64)^(1/3)
+    out, g = _grad_at(lambda t: F.norm(t, 3), x)
+    np.testing.assert_allclose(g, np.array([9.0, -16.0]) / 91.0 ** (2 / 3), rtol=1e-14)
+    # a zero element with p < 1: 0 there (|x|^(p-1) is infinite), as PyTorch
+    _, g = _grad_at(lambda t: F.norm(t, 0.5), [0.0, 4.0])
+    np.testing.assert_allclose(g, [0.0, 1.0], rtol=1e-15)
+
+
+def test_norm_frobenius_and_axes_are_numpys():
+    x = np.random.default_rng(8).standard_normal((2, 3, 4))
+    for kw in ({}, {"axis": 1}, {"axis": (0, 2)}, {"axis": (2, 0), "keepdims": True},
+               {"ord": 3, "axis": -1}, {"ord": "fro", "axis": (0, 1)}):
+        np.testing.assert_allclose(F.norm(x, **kw).data, np.linalg.norm(x, **kw), rtol=1e-14)
+    m = x[0]
+    np.testing.assert_allclose(F.norm(m, "fro").data, np.linalg.norm(m, "fro"), rtol=1e-15)
+
+
+def test_norm_keeps_float32_and_takes_integers_as_float64():
+    t = mg.Tensor(np.array([3.0, 4.0], np.float32), requires_grad=True)
+    out = F.norm(t)
+    assert out.dtype == np.float32
+    out.backward()
+    assert t.grad.dtype == np.float32
+    assert F.norm(np.array([3, 4])).dtype == np.float64
