@@ -8,7 +8,7 @@ import scipy.special as sp
 
 from minigrad import F
 
-from .base import _sid, add_case
+from .base import add_case, _sid, torch_table
 
 _rng = np.random.default_rng(1414)  # this family's own inputs (see base.py)
 
@@ -68,3 +68,23 @@ for axis in (-1, 0, 1):
     add_case("softmin", f"axis={axis}", lambda x, ax=axis: F.softmin(x, axis=ax),
              lambda x, ax=axis: np.exp(-x) / np.exp(-x).sum(axis=ax, keepdims=True),
              rn((2, 3, 4), scale=1.0))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: one case each (every argument and the kinks:
+    ops/test_activations.py)."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9907)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    for name, tf in [("softplus", TF.softplus), ("silu", TF.silu), ("gelu", TF.gelu),
+                     ("leaky_relu", TF.leaky_relu), ("elu", TF.elu), ("selu", TF.selu),
+                     ("log_sigmoid", TF.logsigmoid), ("hardtanh", TF.hardtanh),
+                     ("softmin", lambda a: TF.softmin(a, dim=-1))]:
+        case(name, "3d", getattr(F, name), tf, rn(2, 3, 4) * 3)

@@ -10,7 +10,7 @@ import scipy.special as sp
 
 from minigrad import F
 
-from .base import add_case
+from .base import add_case, torch_table
 
 _rng = np.random.default_rng(2814)  # this family's own inputs (see base.py)
 REDUCTIONS = ("mean", "sum", "none")
@@ -150,3 +150,27 @@ for red in REDUCTIONS:
 add_case("cross_entropy", "ignore_index=3",
          lambda z: F.cross_entropy(z, np.array([3, 0, 3, 1]), ignore_index=3),
          lambda z: np_ce(z, np.array([3, 0, 3, 1]), ignore_index=3), rn(4, 5))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: one case each (every reduction, weight and ignore_index:
+    ops/test_losses.py)."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9908)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _ti(a):  # an index / label array as a torch tensor
+        return torch.as_tensor(a)
+
+    for name in ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits"):
+        case(name, "mean", getattr(F, name), getattr(TF, name), rn(3, 4) * 2,
+             rng.uniform(0, 1, (3, 4)))
+    _nll_y, _nll_w = np.array([2, -100, 0, 1]), np.array([0.5, 2.0, 1.5])
+    case("nll_loss", "weight-ignore", lambda a: F.nll_loss(a, _nll_y, weight=_nll_w),
+         lambda a: TF.nll_loss(a, _ti(_nll_y), weight=torch.from_numpy(_nll_w)), rn(4, 3))

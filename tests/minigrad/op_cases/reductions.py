@@ -9,7 +9,7 @@ import numpy as np
 
 from minigrad import F
 
-from .base import add_case
+from .base import add_case, torch_table
 
 _rng = np.random.default_rng(1404)  # this family's own inputs (see base.py)
 
@@ -65,3 +65,52 @@ for ord, axis, kd, shape in [(None, None, False, (3, 4)), (None, None, True, (2,
     add_case("norm", f"ord={ord}-axis={axis}-keepdims={kd}",
              lambda x, o=ord, ax=axis, kd=kd: F.norm(x, ord=o, axis=ax, keepdims=kd),
              lambda x, p=p, ax=axis, kd=kd: _pnorm(x, p, ax, kd), rn(*shape))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: std, prod (with zeros), norm (torch.linalg's vector_norm /
+    matrix_norm)."""
+    rng = np.random.default_rng(14052)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _dims(axis, ndim):
+        return tuple(range(ndim)) if axis is None else axis
+
+    _const = np.concatenate([rn(2, 4), np.full((1, 4), 0.7)])  # a constant row: std 0
+    for axis, kd in [(None, False), (1, True), (-1, False), ((0, 1), True)]:
+        for ddof in (0, 1):
+            case("std", f"axis={axis}-kd={kd}-ddof={ddof}",
+                 lambda a, ax=axis, kd=kd, d=ddof: F.std(a, axis=ax, ddof=d, keepdims=kd),
+                 lambda a, ax=axis, kd=kd, d=ddof: torch.std(a, dim=_dims(ax, a.ndim), correction=d,
+                                                             keepdim=kd), rn(3, 4))
+    case("std", "constant-row", lambda a: F.std(a, axis=1),
+         lambda a: torch.std(a, dim=1, correction=0), _const)
+    _zeros = rn(4, 5)
+    _zeros[0, 2] = 0.0
+    _zeros[1, 0] = 0.0
+    _zeros[2, 1] = _zeros[2, 3] = 0.0
+    case("prod", "all", F.prod, torch.prod, rn(2, 3) + 0.5)
+    case("prod", "zeros-axis=1", lambda a: F.prod(a, axis=1), lambda a: torch.prod(a, dim=1),
+         _zeros)
+    case("prod", "zeros-axis=0-kd", lambda a: F.prod(a, axis=0, keepdims=True),
+         lambda a: torch.prod(a, dim=0, keepdim=True), _zeros.T.copy())
+    case("prod", "one-zero-all", F.prod, torch.prod, np.array([2.0, 0.0, -3.0, 0.5]))
+
+    _with_zero_row = np.concatenate([rn(2, 4), np.zeros((1, 4))])
+    _ties = np.array([[-2.0, 2.0, 1.0], [0.5, -3.0, 1.0]])
+    for ord, axis, kd, x in [(None, None, False, rn(3, 4)), (2, 1, False, _with_zero_row),
+                             (1, -1, True, rn(3, 4)), (3, 0, False, _with_zero_row),
+                             (0.5, 1, False, _with_zero_row), (np.inf, 1, False, _ties),
+                             (-np.inf, 1, False, _ties), (-1.5, 1, False, rn(2, 4))]:
+        case("norm", f"ord={ord}-axis={axis}-kd={kd}",
+             lambda a, o=ord, ax=axis, kd=kd: F.norm(a, ord=o, axis=ax, keepdims=kd),
+             lambda a, o=ord, ax=axis, kd=kd: torch.linalg.vector_norm(
+                 a, 2 if o is None else o, dim=ax, keepdim=kd), x)
+    case("norm", "fro", lambda a: F.norm(a, "fro"), lambda a: torch.linalg.matrix_norm(a, "fro"),
+         rn(3, 4))
