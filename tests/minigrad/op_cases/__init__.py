@@ -8,8 +8,8 @@ a fixed order, because every family draws its inputs from one seeded generator.
 A family's PyTorch references sit in the same module, in a builder registered with
 ``@torch_table`` that seeds its own generator; ``torch_cases(torch)`` builds them all for
 the one torch runner (tests/minigrad/ops/test_all_ops_torch.py), so that this package
-imports without torch. Modules that are not families (``base``, ``catalogs``) are not
-op case modules.
+imports without torch. Three modules are not families: ``base`` (OpCase, TorchCase),
+``catalogs`` (the shared per-op catalogs) and ``numpy_spellings`` (numpy_api's table).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pkgutil
 
 from .base import OP_CASES, OpCase, TorchCase, torch_cases  # noqa: F401
 
-_NOT_FAMILIES = ("base", "catalogs")
+_NOT_FAMILIES = ("base", "catalogs", "numpy_spellings")
 _FIRST = ("elementwise", "reduce", "shape", "linalg", "fused", "conv")
 for _name in _FIRST + tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
                                    if m.name not in _FIRST + _NOT_FAMILIES)):
