@@ -8,7 +8,7 @@ import scipy.special as sp
 
 from minigrad import F
 
-from .base import add_case, _sid, torch_table
+from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1414)  # this family's own inputs (see base.py)
 

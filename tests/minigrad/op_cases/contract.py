@@ -7,7 +7,7 @@ import numpy as np
 
 from minigrad import F
 
-from .base import add_case, _sid, torch_table
+from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1401)  # this family's own inputs (see base.py)
 

@@ -7,7 +7,7 @@ import scipy.special as sp
 import minigrad as mg
 from minigrad import F
 
-from .base import add_case, away, pos, rn, _rng, separated, _sid, torch_table  # noqa: F401
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
 
 # ---- convolution, pooling, pad (references: loops over every output element) ----------------
