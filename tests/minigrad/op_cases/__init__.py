@@ -18,10 +18,10 @@ import pkgutil
 
 from .base import OP_CASES, OpCase, TorchCase, torch_cases  # noqa: F401
 
-_NOT_FAMILIES = ("base", "catalogs", "numpy_spellings")
+NOT_FAMILIES = ("base", "catalogs", "numpy_spellings")
 _FIRST = ("elementwise", "reduce", "shape", "linalg", "fused", "conv")
 for _name in _FIRST + tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
-                                   if m.name not in _FIRST + _NOT_FAMILIES)):
+                                   if m.name not in _FIRST + NOT_FAMILIES)):
     importlib.import_module(f"{__name__}.{_name}")
 
 ALL_CASES = [c for cases in OP_CASES.values() for c in cases]
