@@ -119,7 +119,7 @@ def var(a, axis=None, ddof=0, keepdims=False):
 @op(arrays=1)
 def std(a, axis=None, ddof=0, keepdims=False):
     """out = √var(a).   VJP: ā = ḡ (a - μ) / ((n - ddof) out), 0 where out = 0.
-    docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
+    docs/backward.md §23; tests op_cases/reduce.py, ops/test_reduce.py."""
     ddof = integer("ddof", ddof, low=0, owner="std")  # TypeError for 1.0, ValueError for -1
     axes = _axes(axis, a.ndim)
     d = a - np.mean(a, axis=axes, keepdims=True)
@@ -156,7 +156,7 @@ def _others_product(x, axes):
 @op(arrays=1)
 def prod(a, axis=None, keepdims=False):
     """out = Π_axis a.   VJP: ā_k = ḡ Π_{j != k} a_j, exact with zeros (no division).
-    docs/backward.md §21; tests op_cases/reductions.py, test_prod_zeros.py."""
+    docs/backward.md §21; tests op_cases/reduce.py, ops/test_reduce.py."""
     axes = _axes(axis, a.ndim)
     out = np.prod(a, axis=axes, keepdims=keepdims)
     ndim = a.ndim
@@ -186,7 +186,7 @@ def _norm_axes(x, ord, axis):
 def norm(x, ord=None, axis=None, keepdims=False):
     """out = (Σ |x|^p)^(1/p) (p = 2 for ord=None; max |x|, min |x| for ±inf; Frobenius for
     matrices).   VJP: x̄ = ḡ sign(x) |x|^(p-1) / out^(p-1), 0 where out = 0.
-    docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
+    docs/backward.md §23; tests op_cases/reduce.py, ops/test_reduce.py."""
     x = as_floating(x)
     axes, matrix = _norm_axes(x, ord, axis)
     if matrix and ord not in (None, "fro"):
@@ -228,23 +228,23 @@ def _data(a, name):
 
 def argmax(a, axis=None, keepdims=False) -> np.ndarray:
     """The index of the largest element (np.argmax).   Not differentiable: an np.ndarray.
-    tests test_reductions_more.py."""
+    tests ops/test_reduce.py."""
     return np.asarray(np.argmax(_data(a, "argmax"), axis=axis, keepdims=bool(keepdims)))
 
 
 def argmin(a, axis=None, keepdims=False) -> np.ndarray:
     """The index of the smallest element (np.argmin).   Not differentiable: an np.ndarray.
-    tests test_reductions_more.py."""
+    tests ops/test_reduce.py."""
     return np.asarray(np.argmin(_data(a, "argmin"), axis=axis, keepdims=bool(keepdims)))
 
 
 def any(a, axis=None, keepdims=False) -> np.ndarray:
     """Whether any element is true (np.any).   Not differentiable: a bool np.ndarray.
-    tests test_reductions_more.py."""
+    tests ops/test_reduce.py."""
     return np.asarray(np.any(_data(a, "any"), axis=axis, keepdims=bool(keepdims)))
 
 
 def all(a, axis=None, keepdims=False) -> np.ndarray:
     """Whether every element is true (np.all).   Not differentiable: a bool np.ndarray.
-    tests test_reductions_more.py."""
+    tests ops/test_reduce.py."""
     return np.asarray(np.all(_data(a, "all"), axis=axis, keepdims=bool(keepdims)))

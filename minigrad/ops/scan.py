@@ -50,7 +50,7 @@ def cumsum(a, axis=None):
 @op(arrays=1)
 def cumprod(a, axis=None):
     """out_i = Π_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i Π_{j <= i, j != k} a_j, exact with
-    zeros.   docs/backward.md §21; tests op_cases/scan.py, test_prod_zeros.py."""
+    zeros.   docs/backward.md §21; tests op_cases/scan.py, ops/test_reduce.py."""
     x, ax = _scan_input(np.asarray(a), axis, "cumprod")
     shape = np.shape(a)
     out = np.cumprod(x, axis=ax)
@@ -80,7 +80,7 @@ def _reverse_logcumsumexp(x, axis):
 @op(arrays=1)
 def logcumsumexp(a, axis=None):
     """out_i = ln Σ_{j <= i} e^{a_j}.   VJP: ā_k = Σ_{i >= k} ḡ_i e^{a_k - out_i}, in logs.
-    docs/backward.md §22; op_cases/scan.py, test_scans.py."""
+    docs/backward.md §22; op_cases/scan.py, ops/test_scan.py."""
     x, ax = _scan_input(as_floating(a), axis, "logcumsumexp")
     shape = np.shape(a)
     # logaddexp.accumulate keeps every partial result in log space: exact to a few ulps

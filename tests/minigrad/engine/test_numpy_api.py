@@ -349,7 +349,7 @@ REFUSED = [
     ("np.float_power", lambda t: np.float_power(t, 2)), ("np.isnan", lambda t: np.isnan(t)),
     ("np.isfinite", lambda t: np.isfinite(t)), ("np.where", lambda t: np.where(t)),
     # np.cumsum, np.std, np.einsum, np.sin, ... are differentiable since issue 14
-    # (test_numpy_api_more.py)
+    # (test_numpy_api_spellings.py)
 ]
 
 

@@ -172,7 +172,7 @@ LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_lo
 
 
 def _zero_d(name):
-    """A call with 0-d Tensors a, b giving a 0-d result (as in test_zero_d.py)."""
+    """A call with 0-d Tensors a, b giving a 0-d result (as in engine/test_zero_d.py)."""
     v = np.array([0.5, -1.0, 2.0])
     if name in ACT:
         return [lambda a, b: getattr(F, name)(a)] + (
