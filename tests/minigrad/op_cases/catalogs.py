@@ -166,7 +166,9 @@ def zero_d_catalog() -> dict:
         "mse_loss": [F.mse_loss, lambda a, b: F.mse_loss(v * a, v * b)],
         "l1_loss": [F.l1_loss, lambda a, b: F.l1_loss(v * a, v * b)],
         "smooth_l1_loss": [F.smooth_l1_loss, lambda a, b: F.smooth_l1_loss(v * a, v * b)],
-        "binary_cross_entropy_with_logits": [F.binary_cross_entropy_with_logits],
+        "binary_cross_entropy_with_logits": [
+            F.binary_cross_entropy_with_logits,
+            lambda a, b: F.binary_cross_entropy_with_logits(v * a, v * b)],
         "nll_loss": [lambda a, b: F.nll_loss(v * a, 1),
                      lambda a, b: F.nll_loss(v * a, np.array(1), reduction="none")],
     }

@@ -16,6 +16,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import F
+from op_cases.catalogs import bool_catalog, slot_catalog, slot_values, zero_d_catalog
 
 F32, F64 = np.float32, np.float64
 
@@ -164,29 +165,17 @@ def test_weights_that_require_grad_are_refused_not_dropped(call, op, param):
     call(w.detach())  # as a constant it is fine
 
 
-# ---- the shared per-op catalogs, for these ops ------------------------------------------------
+# ---- the shared per-op catalogs (op_cases/catalogs.py), checked more strictly for these ops ----
 ACT = ("softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
        "softmin")
 LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
           "nll_loss")
 
 
-def _zero_d(name):
-    """A call with 0-d Tensors a, b giving a 0-d result (as in engine/test_zero_d.py)."""
-    v = np.array([0.5, -1.0, 2.0])
-    if name in ACT:
-        return [lambda a, b: getattr(F, name)(a)] + (
-            [lambda a, b: F.softmin(v * a)[0]] if name == "softmin" else [])
-    if name == "nll_loss":
-        return [lambda a, b: F.nll_loss(v * a, 1), lambda a, b: F.nll_loss(v * a, np.array(1),
-                                                                         reduction="none")]
-    return [lambda a, b: getattr(F, name)(a, b), lambda a, b: getattr(F, name)(v * a, v * b)]
-
-
 @pytest.mark.parametrize("name", ACT + LOSSES)
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_0d_results_hold_an_ndarray_and_0d_leaves_get_ndarray_grads(name, dtype):
-    for fn in _zero_d(name):
+    for fn in zero_d_catalog()[name]:
         a = mg.Tensor(np.array(0.75, dtype), requires_grad=True)
         b = mg.Tensor(np.array(1.5, dtype), requires_grad=True)
         out = fn(a, b)
@@ -197,33 +186,11 @@ def test_0d_results_hold_an_ndarray_and_0d_leaves_get_ndarray_grads(name, dtype)
                                       and t.grad.dtype == dtype), name
 
 
-MASK = np.array([[True, False, True], [False, True, False]])
-
-
-def _bool_call(name):
-    b = mg.Tensor(MASK)
-    if name in ACT:
-        return lambda: getattr(F, name)(b)
-    if name == "nll_loss":
-        return lambda: F.nll_loss(b, np.array([0, 1]))
-    return lambda: getattr(F, name)(b, b)
-
-
 @pytest.mark.parametrize("name", ACT + LOSSES)
 def test_bool_input_is_computed_in_float64(name):
-    out = _bool_call(name)()
+    out = bool_catalog()[name]()
     assert isinstance(out, mg.Tensor) and type(out.data) is np.ndarray
     assert out.dtype == F64
-
-
-def _slot(name):
-    """A call with ``v`` (shape (2, 3)) in the place of the op's main array argument."""
-    T = mg.Tensor(np.full((2, 3), 0.25), requires_grad=True)
-    if name in ACT:
-        return getattr(F, name)
-    if name == "nll_loss":
-        return lambda v: F.nll_loss(v, np.array([0, 2]))
-    return lambda v: getattr(F, name)(v, T)
 
 
 @pytest.mark.parametrize("kind,make,word", [
@@ -233,10 +200,10 @@ def _slot(name):
 ])
 @pytest.mark.parametrize("name", ACT + LOSSES)
 def test_the_wrong_kind_of_array_is_a_type_error_naming_the_op(name, kind, make, word):
-    values = np.arange(1.0, 7.0).reshape(2, 3) / 7
-    bad = make(values)
+    call = slot_catalog(mg.Tensor(np.full((2, 3), 0.25), requires_grad=True))[name]
+    values = slot_values(name)
     with pytest.raises(TypeError, match=word) as e:
-        _slot(name)(bad)
+        call(make(values))
     assert str(e.value).startswith(name)
-    got = _slot(name)(values.tolist())  # a nested list is the array it spells
-    np.testing.assert_array_equal(got.data, _slot(name)(values).data)
+    got = call(values.tolist())  # a nested list is the array it spells
+    np.testing.assert_array_equal(got.data, call(values).data)
