@@ -30,7 +30,10 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 @op(arrays=1)
 def softplus(x, beta=1.0, threshold=20.0):
     """y = log(1 + e^(βx)) / β, and y = x where βx > threshold.   VJP: x̄ = g · σ(βx) (g where
-    βx > threshold). docs/backward.md §25."""
+    βx > threshold).
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     beta = real("beta", beta, owner="softplus")
     threshold = real("threshold", threshold, owner="softplus")
     if beta == 0:
@@ -44,7 +47,11 @@ def softplus(x, beta=1.0, threshold=20.0):
 
 @op(arrays=1)
 def silu(x):
-    """y = x · σ(x).   VJP: x̄ = g · σ(x) (1 + x (1 - σ(x))). docs/backward.md §25."""
+    """y = x · σ(x).   VJP: x̄ = g · σ(x) (1 + x (1 - σ(x))).
+
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     x = as_floating(x)
     s = sp.expit(x)
     return x * s, lambda g: g * (s * (1.0 + x * (1.0 - s)))
@@ -53,7 +60,10 @@ def silu(x):
 @op(arrays=1)
 def gelu(x, approximate="none"):
     """y = x Φ(x) = ½ x (1 + erf(x/√2)) (``approximate="tanh"``: gelu_tanh).   VJP: x̄ = g · (Φ(x)
-    + x φ(x)), φ the normal density. docs/backward.md §25 (tanh form: §10)."""
+    + x φ(x)), φ the normal density.
+    Derivation: docs/backward.md §25 (tanh form: §10). Tests:
+    tests/minigrad/op_cases/activations.py, tests/minigrad/ops/test_activations.py.
+    """
     approximate = choice("approximate", approximate, ("none", "tanh"), owner="gelu")
     if approximate == "tanh":
         return gelu_tanh.forward(x)
@@ -69,7 +79,10 @@ def gelu(x, approximate="none"):
 @op(arrays=1)
 def leaky_relu(x, negative_slope=0.01):
     """y = x where x > 0, else negative_slope · x.   VJP: x̄ = g where x > 0, else
-    negative_slope · g (so at 0: the slope, as torch). docs/backward.md §25."""
+    negative_slope · g (so at 0: the slope, as torch).
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     slope = real("negative_slope", negative_slope, owner="leaky_relu")
     x = as_floating(x)
     pos = x > 0
@@ -90,20 +103,30 @@ def _elu(x, alpha, scale):
 @op(arrays=1)
 def elu(x, alpha=1.0):
     """y = x where x > 0, else α (e^x - 1).   VJP: x̄ = g where x > 0, else α e^x g (at 0: α, as
-    torch). docs/backward.md §25."""
+    torch).
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     return _elu(x, real("alpha", alpha, owner="elu"), 1.0)
 
 
 @op(arrays=1)
 def selu(x):
     """y = λ · elu(x, α) with torch's λ ≈ 1.0507 and α ≈ 1.6733.   VJP: x̄ = λ g where x > 0, else
-    λ α e^x g (at 0: λ α). docs/backward.md §25."""
+    λ α e^x g (at 0: λ α).
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     return _elu(x, SELU_ALPHA, SELU_SCALE)
 
 
 @op(arrays=1)
 def log_sigmoid(x):
-    """y = log σ(x) = -log(1 + e^-x).   VJP: x̄ = g · σ(-x). docs/backward.md §25."""
+    """y = log σ(x) = -log(1 + e^-x).   VJP: x̄ = g · σ(-x).
+
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     x = as_floating(x)
     return sp.log_expit(x), lambda g: g * sp.expit(-x)
 
@@ -111,7 +134,10 @@ def log_sigmoid(x):
 @op(arrays=1)
 def hardtanh(x, min_val=-1.0, max_val=1.0):
     """y = min(max(x, min_val), max_val).   VJP: x̄ = g where min_val < x < max_val, else 0 (0 AT
-    the bounds, as torch; F.clip passes it there). docs/backward.md §25."""
+    the bounds, as torch; F.clip passes it there).
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations.py.
+    """
     lo = real("min_val", min_val, owner="hardtanh")
     hi = real("max_val", max_val, owner="hardtanh")
     if lo > hi:
@@ -123,6 +149,9 @@ def hardtanh(x, min_val=-1.0, max_val=1.0):
 
 @op(arrays=1)
 def softmin(x, axis=-1):
-    """y = softmax(-x) along ``axis``.   VJP: x̄ = -y ⊙ (g - Σ_axis g ⊙ y). docs/backward.md §25."""
+    """y = softmax(-x) along ``axis``.   VJP: x̄ = -y ⊙ (g - Σ_axis g ⊙ y).
+
+    Derivation: docs/backward.md §25. Tests: tests/minigrad/op_cases/activations.py.
+    """
     y, vjp = softmax.forward(-as_floating(x), axis)
     return y, lambda g: -vjp(g)

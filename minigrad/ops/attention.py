@@ -87,7 +87,9 @@ def self_attention(qkv, num_heads, scale=None, is_causal=False):
     VJP, per head, with Ō the output's gradient in the same layout:
         Ā = Ō Vᵀ,   V̄ = Aᵀ Ō,   S̄ = A ⊙ (Ā − rowsum(Ā ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q.
     Saves A and (a reference to) ``qkv``. The masked weights are 0, so the VJP is the same
-    with and without ``is_causal``.   docs/backward.md §12
+    with and without ``is_causal``.
+    Derivation: docs/backward.md §12. Tests: tests/minigrad/op_cases/fused.py,
+    tests/minigrad/ops/test_attention.py, tests/minigrad/ops/test_fused.py.
     """
     s = _check(qkv, num_heads, scale, is_causal)
     if qkv.dtype.kind != "f":
@@ -143,7 +145,9 @@ def _run(kernel, B: int, H: int, T: int, d: int) -> None:
 def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = None,
                       is_causal: bool = False) -> np.ndarray:
     """The attention weights A (B, H, T, T) that ``self_attention`` computes, as an array (no
-    graph): for looking at what each token reads."""
+    graph): for looking at what each token reads.
+    Derivation: docs/backward.md §12. Tests: tests/minigrad/ops/test_attention.py.
+    """
     qkv = np.asarray(qkv)
     s = _check(qkv, num_heads, scale, is_causal)
     B, T, _ = qkv.shape
@@ -258,7 +262,9 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None,
     torch 2.13 returns (no NaN), and zero gradients.
     VJP, with Ḡ the output's gradient and A the weights:
         V̄ = Aᵀ Ḡ,   S̄ = A ⊙ (Ḡ Vᵀ − rowsum(Ḡ Vᵀ ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q,
-        M̄ = S̄ (summed over M's broadcast axes).   docs/backward.md §32
+        M̄ = S̄ (summed over M's broadcast axes).
+    Derivation: docs/backward.md §32. Tests: tests/minigrad/op_cases/attention.py,
+    tests/minigrad/ops/test_attention.py.
     """
     if attn_mask is not None:
         if mask is not None:

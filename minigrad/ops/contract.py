@@ -125,7 +125,10 @@ def _einsum_vjp(k: int, ops: list, out: str, arrays: list, sizes: dict, optimize
 
 def einsum(subscripts: str, *operands: Any, optimize: Any = False) -> Tensor:
     """out = np.einsum(subscripts, *operands).   VJP: ā_k = einsum(ḡ, the others -> labels_k),
-    on the diagonal for repeated labels.   docs/backward.md §20; tests op_cases/contract.py."""
+    on the diagonal for repeated labels.
+    Derivation: docs/backward.md §20. Tests: tests/minigrad/op_cases/contract.py,
+    tests/minigrad/ops/test_contract.py.
+    """
     if not isinstance(subscripts, str):
         raise TypeError(f"einsum subscripts: got {type(subscripts).__name__}; expected a "
                         "string such as 'ij,jk->ik' (the sublist form is not supported)")
@@ -174,7 +177,9 @@ def _tensordot_axes(axes: Any, ndim_a: int, ndim_b: int) -> tuple[tuple, tuple]:
 def tensordot(a, b, axes=2):
     """out[free_a, free_b] = Σ_axes a b.   VJP: ā = tensordot(ḡ, b, free_b),
     b̄ = tensordot(a, ḡ, free_a), each transposed to its operand's axes.
-    docs/backward.md §20; op_cases/contract.py."""
+    Derivation: docs/backward.md §20. Tests: tests/minigrad/op_cases/contract.py,
+    tests/minigrad/ops/test_contract.py.
+    """
     a, b = _arrays(a, b)
     axes_a, axes_b = _tensordot_axes(axes, a.ndim, b.ndim)
     out = np.tensordot(a, b, axes=(axes_a, axes_b))
@@ -197,7 +202,10 @@ def tensordot(a, b, axes=2):
 @op(arrays=2)
 def outer(a, b):
     """out[i, j] = a_i b_j over the flattened inputs.   VJP: ā = ḡ b, b̄ = ḡᵀ a (reshaped).
-    docs/backward.md §20; op_cases/contract.py."""
+
+    Derivation: docs/backward.md §20. Tests: tests/minigrad/op_cases/contract.py,
+    tests/minigrad/ops/test_contract.py.
+    """
     a, b = _arrays(a, b)
     fa, fb = a.reshape(-1), b.reshape(-1)
     out = np.outer(fa, fb)
@@ -207,7 +215,10 @@ def outer(a, b):
 @op(arrays=2)
 def inner(a, b):
     """out[I, J] = Σ_k a[I, k] b[J, k] (a product when one is 0-d).
-    VJP: ā[I, k] = Σ_J ḡ[I, J] b[J, k]; b̄ likewise.   §20; op_cases/contract.py."""
+    VJP: ā[I, k] = Σ_J ḡ[I, J] b[J, k]; b̄ likewise.
+    Derivation: docs/backward.md §20. Tests: tests/minigrad/op_cases/contract.py,
+    tests/minigrad/ops/test_contract.py.
+    """
     if np.ndim(a) == 0 or np.ndim(b) == 0:  # np.inner is then a * b; the engine sums back
         return np.multiply(a, b), (lambda g: g * b, lambda g: g * a)
     out = np.inner(a, b)

@@ -160,7 +160,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     VJP: x̄ = the transposed convolution of g with w (col2im of wᵀ g), w̄ = the correlation
     of xpad with g, b̄ = Σ_{b,p,q} g.
     Derivation: docs/backward.md §16. Tests: tests/minigrad/op_cases/conv.py,
-    tests/minigrad/test_conv.py.
+    tests/minigrad/ops/test_conv.py.
     """
     _check_conv(x, weight, bias, groups, 2, "conv2d")
     stride = int_tuple(stride, 2, "conv2d", "stride", 1)
@@ -184,7 +184,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     conv2d on a height-1 image. VJP: as conv2d's (x̄ a transposed convolution, w̄ a
     correlation, b̄ = Σ_{b,t} g).
     Derivation: docs/backward.md §16. Tests: tests/minigrad/op_cases/conv.py,
-    tests/minigrad/test_conv.py.
+    tests/minigrad/ops/test_conv.py.
     """
     _check_conv(x, weight, bias, groups, 1, "conv1d")
     stride = (1,) + int_tuple(stride, 1, "conv1d", "stride", 1)
@@ -233,7 +233,7 @@ def pad(x, pad_width, mode="constant", value=0.0):
     VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
     g added back onto the element it copies.
     Derivation: docs/backward.md §18. Tests: tests/minigrad/op_cases/conv.py,
-    tests/minigrad/test_pool.py.
+    tests/minigrad/ops/test_pool.py.
     """
     if not isinstance(mode, str) or mode not in _PAD_MODES:
         raise (ValueError if isinstance(mode, str) else TypeError)(

@@ -196,7 +196,7 @@ def relu(a):
 
     Derivation: docs/backward.md §2 (broadcasting; the rule itself is the formula above).
     Tests: tests/minigrad/op_cases/elementwise.py,
-    tests/minigrad/test_tensor_relu_method.py.
+    tests/minigrad/engine/test_tensor_relu_method.py.
     """
     return np.maximum(a, 0), lambda g: g * (a > 0)
 
@@ -271,7 +271,7 @@ def clip(a, a_min=None, a_max=None):
     changed between versions). With a_min > a_max every output is a_max, and so is its
     gradient's destination.
     Derivation: docs/backward.md §13. Tests: tests/minigrad/op_cases/elementwise.py,
-    tests/minigrad/test_clip_bound_gradients.py, tests/minigrad/test_clip_convention.py.
+    tests/minigrad/ops/test_elementwise.py.
     """
     if a_min is None and a_max is None:
         raise ValueError("clip: got a_min=None and a_max=None; expected at least one bound")

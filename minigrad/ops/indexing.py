@@ -78,7 +78,8 @@ def take_along_axis(a, indices, axis):
     torch.gather); axis=None reads the flattened array with 1-D indices.
 
     VJP: ā = zeros, then ā[index] += ḡ (scatter-add: repeated indices add up).
-    docs/backward.md §30
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
+    tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
     if axis is None:
@@ -103,7 +104,9 @@ def put_along_axis(a, indices, values, axis):
     one element the last one in C order of the indices wins.
 
     VJP: ā = ḡ with the written elements zeroed; v̄ = ḡ[index] at the writes that survive,
-    0 at those overwritten.   docs/backward.md §30
+    0 at those overwritten.
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
+    tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
     if axis is None:
@@ -162,7 +165,9 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     """out[..., i] = a[..., i, i + offset] over axes (axis1, axis2), the diagonal last
     (np.diagonal, a read-only view).
 
-    VJP: ā = zeros with ḡ written on that diagonal.   docs/backward.md §31
+    VJP: ā = zeros with ḡ written on that diagonal.
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    tests/minigrad/ops/test_indexing.py.
     """
     offset, ax1, ax2, rows, cols = _diagonal_index("diagonal", a.shape, offset, axis1, axis2)
     in_shape = a.shape
@@ -180,7 +185,8 @@ def trace(a, offset=0, axis1=0, axis2=1):
     """out[...] = Σ_i a[..., i, i + offset] over axes (axis1, axis2) (np.trace).
 
     VJP: ā = zeros with ḡ[...] written on every element of that diagonal.
-    docs/backward.md §31
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    tests/minigrad/ops/test_indexing.py.
     """
     offset, ax1, ax2, rows, cols = _diagonal_index("trace", a.shape, offset, axis1, axis2)
     in_shape = a.shape
@@ -205,6 +211,7 @@ def one_hot(labels: Any, num_classes: int = -1, dtype: Any = np.int64) -> Tensor
     ``num_classes=-1`` takes max(labels) + 1. The result is int64 as torch's; pass
     ``dtype=np.float32`` (any bool, integer or floating dtype) for a target to multiply
     into a float32 model. Labels must lie in [0, num_classes).
+    Derivation: none (no gradient: integer labels). Tests: tests/minigrad/ops/test_indexing.py.
     """
     data = labels.data if isinstance(labels, Tensor) else labels
     if isinstance(data, (list, tuple)):

@@ -67,7 +67,10 @@ def _pair(owner, x, y):
 @op(arrays=2)
 def mse_loss(input, target, reduction="mean"):
     """ℓ = (x - y)², then mean, sum or none.   VJP: x̄ = 2 (x - y) s, ȳ = -x̄, s the cotangent of
-    each ℓ (g/n, g, g_i). docs/backward.md §26."""
+    each ℓ (g/n, g, g_i).
+    Derivation: docs/backward.md §26. Tests: tests/minigrad/op_cases/losses.py,
+    tests/minigrad/ops/test_losses.py.
+    """
     reduction = _reduction("mse_loss", reduction)
     x, y, _ = _pair("mse_loss", input, target)
     d = x - y
@@ -82,7 +85,10 @@ def mse_loss(input, target, reduction="mean"):
 @op(arrays=2)
 def l1_loss(input, target, reduction="mean"):
     """ℓ = |x - y|, then mean, sum or none.   VJP: x̄ = sign(x - y) s (0 where x = y, torch's),
-    ȳ = -x̄. docs/backward.md §26."""
+    ȳ = -x̄.
+    Derivation: docs/backward.md §26. Tests: tests/minigrad/op_cases/losses.py,
+    tests/minigrad/ops/test_losses.py.
+    """
     reduction = _reduction("l1_loss", reduction)
     x, y, _ = _pair("l1_loss", input, target)
     d = x - y
@@ -97,7 +103,10 @@ def l1_loss(input, target, reduction="mean"):
 @op(arrays=2)
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """ℓ = ½ d²/β where |d| < β, else |d| - ½β (d = x - y; β = 0: |d|).   VJP: x̄ = s · d/β where
-    |d| < β, else s · sign(d); ȳ = -x̄. docs/backward.md §26."""
+    |d| < β, else s · sign(d); ȳ = -x̄.
+    Derivation: docs/backward.md §26. Tests: tests/minigrad/op_cases/losses.py,
+    tests/minigrad/ops/test_losses.py.
+    """
     reduction = _reduction("smooth_l1_loss", reduction)
     beta = real("beta", beta, low=0.0, owner="smooth_l1_loss")
     x, y, _ = _pair("smooth_l1_loss", input, target)
@@ -141,7 +150,8 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, pos_weight=No
     logits x and targets y of one shape; ``weight`` w and ``pos_weight`` p broadcast to it
     (p of shape (C,) weighs the positives of each class on the last axis, as torch).
     VJP: x̄ = s w [(1 - y) σ(x) - p y σ(-x)],  ȳ = s w [p softplus(-x) - softplus(x)].
-    docs/backward.md §27.
+    Derivation: docs/backward.md §27. Tests: tests/minigrad/op_cases/losses.py,
+    tests/minigrad/ops/test_losses.py.
     """
     owner = "binary_cross_entropy_with_logits"
     reduction = _reduction(owner, reduction)
@@ -211,7 +221,8 @@ def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"
 
     log_probs (N, C) or (N, C, d1, ...) (classes on axis 1, as torch) or (C,); labels (N,),
     (N, d1, ...) or (). VJP: log_probs̄[n, y_n] = -w_{y_n} s_n, 0 elsewhere.
-    docs/backward.md §28.
+    Derivation: docs/backward.md §28. Tests: tests/minigrad/op_cases/losses.py,
+    tests/minigrad/ops/test_losses.py.
     """
     reduction = _reduction("nll_loss", reduction)
     ignore_index = integer("ignore_index", ignore_index, owner="nll_loss")
@@ -266,7 +277,9 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     VJP: logits̄_i = s_i · (softmax(logits_i) Σ_c q̃_ic - q̃_i),
          target̄_i = -s_i (1 - ε) w log softmax_i,
     where s_i is g / (that count) for 'mean', g for 'sum', g_i for 'none'.
-    docs/backward.md §11 and §28.
+    Derivation: docs/backward.md §11 and §28. Tests: tests/minigrad/op_cases/fused.py,
+    tests/minigrad/op_cases/losses.py, tests/minigrad/ops/test_losses.py,
+    tests/minigrad/ops/test_fused.py.
     """
     target = np.asarray(target)
     eps = _check_cross_entropy(logits, label_smoothing, reduction, ignore_index)

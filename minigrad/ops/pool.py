@@ -60,7 +60,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     to the first maximum of the window in row-major order, and a window holding NaN to its
     last NaN (its output is NaN): where PyTorch's CPU kernel sends them.
     Derivation: docs/backward.md §17. Tests: tests/minigrad/op_cases/conv.py,
-    tests/minigrad/test_pool.py.
+    tests/minigrad/ops/test_pool.py.
     """
     x4, kernel, stride, padding, (Ho, Wo) = _pool_args(x, kernel_size, stride, padding,
                                                        "max_pool2d")
@@ -119,7 +119,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
     (``count_include_pad=True``, PyTorch's default); with False, n is the number of real
     elements in the window. VJP: x̄ = Σ over the windows holding an element of g / n.
     Derivation: docs/backward.md §17. Tests: tests/minigrad/op_cases/conv.py,
-    tests/minigrad/test_pool.py.
+    tests/minigrad/ops/test_pool.py.
     """
     x4, kernel, stride, padding, (Ho, Wo) = _pool_args(x, kernel_size, stride, padding,
                                                        "avg_pool2d")

@@ -43,7 +43,10 @@ def _keep(g, ndim, axes, keepdims):
 
 @op(arrays=1)
 def sum(a, axis=None, keepdims=False):
-    """out = Σ_axis a.   VJP: ā = g broadcast back over the summed axes."""
+    """out = Σ_axis a.   VJP: ā = g broadcast back over the summed axes.
+
+    Derivation: docs/backward.md §4. Tests: tests/minigrad/op_cases/reduce.py.
+    """
     axes = _axes(axis, a.ndim)
     out = np.sum(a, axis=axes, keepdims=keepdims)
     shape, ndim = a.shape, a.ndim  # the VJP must not keep ``a`` alive
@@ -52,7 +55,11 @@ def sum(a, axis=None, keepdims=False):
 
 @op(arrays=1)
 def mean(a, axis=None, keepdims=False):
-    """out = (1/n) Σ_axis a, n the number of elements reduced.   VJP: ā = g / n, broadcast."""
+    """out = (1/n) Σ_axis a, n the number of elements reduced.   VJP: ā = g / n, broadcast.
+
+    Derivation: docs/backward.md §4. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_reduce.py.
+    """
     axes = _axes(axis, a.ndim)
     out = np.mean(a, axis=axes, keepdims=keepdims)
     n = _count(a.shape, axes)
@@ -85,13 +92,17 @@ def max(a, axis=None, keepdims=False):
     """out = max_axis a.   VJP: ā = g * [a = out] / #ties.
 
     Ties split the gradient evenly among the maximal elements (as ``torch.amax``).
+    Derivation: docs/backward.md §4. Tests: tests/minigrad/op_cases/reduce.py.
     """
     return _extremum(np.max, a, axis, keepdims)
 
 
 @op(arrays=1)
 def min(a, axis=None, keepdims=False):
-    """out = min_axis a.   VJP: ā = g * [a = out] / #ties (ties split evenly)."""
+    """out = min_axis a.   VJP: ā = g * [a = out] / #ties (ties split evenly).
+
+    Derivation: docs/backward.md §4. Tests: tests/minigrad/op_cases/reduce.py.
+    """
     return _extremum(np.min, a, axis, keepdims)
 
 
@@ -103,6 +114,8 @@ def var(a, axis=None, ddof=0, keepdims=False):
     The mean's own dependence on ``a`` cancels: Σ (a - mean) = 0.
     With ``ddof >= n`` the count n - ddof is taken as 0, as NumPy and PyTorch do: the
     variance is inf (nan for a constant slice), and so is its gradient.
+    Derivation: docs/backward.md §4. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_reduce.py.
     """
     if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
         raise TypeError(f"var ddof: got {ddof!r}; expected a non-negative integer")
@@ -119,7 +132,10 @@ def var(a, axis=None, ddof=0, keepdims=False):
 @op(arrays=1)
 def std(a, axis=None, ddof=0, keepdims=False):
     """out = √var(a).   VJP: ā = ḡ (a - μ) / ((n - ddof) out), 0 where out = 0.
-    docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
+
+    Derivation: docs/backward.md §23. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_reduce.py.
+    """
     ddof = integer("ddof", ddof, low=0, owner="std")  # TypeError for 1.0, ValueError for -1
     axes = _axes(axis, a.ndim)
     d = a - np.mean(a, axis=axes, keepdims=True)
@@ -156,7 +172,10 @@ def _others_product(x, axes):
 @op(arrays=1)
 def prod(a, axis=None, keepdims=False):
     """out = Π_axis a.   VJP: ā_k = ḡ Π_{j != k} a_j, exact with zeros (no division).
-    docs/backward.md §21; tests op_cases/reductions.py, test_prod_zeros.py."""
+
+    Derivation: docs/backward.md §21. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_reduce.py.
+    """
     axes = _axes(axis, a.ndim)
     out = np.prod(a, axis=axes, keepdims=keepdims)
     ndim = a.ndim
@@ -186,7 +205,9 @@ def _norm_axes(x, ord, axis):
 def norm(x, ord=None, axis=None, keepdims=False):
     """out = (Σ |x|^p)^(1/p) (p = 2 for ord=None; max |x|, min |x| for ±inf; Frobenius for
     matrices).   VJP: x̄ = ḡ sign(x) |x|^(p-1) / out^(p-1), 0 where out = 0.
-    docs/backward.md §23; tests op_cases/reductions.py, test_reductions_more.py."""
+    Derivation: docs/backward.md §23. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_reduce.py.
+    """
     x = as_floating(x)
     axes, matrix = _norm_axes(x, ord, axis)
     if matrix and ord not in (None, "fro"):
@@ -228,23 +249,31 @@ def _data(a, name):
 
 def argmax(a, axis=None, keepdims=False) -> np.ndarray:
     """The index of the largest element (np.argmax).   Not differentiable: an np.ndarray.
-    tests test_reductions_more.py."""
+
+    Derivation: docs/backward.md §23 (no gradient). Tests: tests/minigrad/ops/test_reduce.py.
+    """
     return np.asarray(np.argmax(_data(a, "argmax"), axis=axis, keepdims=bool(keepdims)))
 
 
 def argmin(a, axis=None, keepdims=False) -> np.ndarray:
     """The index of the smallest element (np.argmin).   Not differentiable: an np.ndarray.
-    tests test_reductions_more.py."""
+
+    Derivation: docs/backward.md §23 (no gradient). Tests: tests/minigrad/ops/test_reduce.py.
+    """
     return np.asarray(np.argmin(_data(a, "argmin"), axis=axis, keepdims=bool(keepdims)))
 
 
 def any(a, axis=None, keepdims=False) -> np.ndarray:
     """Whether any element is true (np.any).   Not differentiable: a bool np.ndarray.
-    tests test_reductions_more.py."""
+
+    Derivation: docs/backward.md §23 (no gradient). Tests: tests/minigrad/ops/test_reduce.py.
+    """
     return np.asarray(np.any(_data(a, "any"), axis=axis, keepdims=bool(keepdims)))
 
 
 def all(a, axis=None, keepdims=False) -> np.ndarray:
     """Whether every element is true (np.all).   Not differentiable: a bool np.ndarray.
-    tests test_reductions_more.py."""
+
+    Derivation: docs/backward.md §23 (no gradient). Tests: tests/minigrad/ops/test_reduce.py.
+    """
     return np.asarray(np.all(_data(a, "all"), axis=axis, keepdims=bool(keepdims)))

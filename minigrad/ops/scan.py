@@ -40,7 +40,11 @@ def _reverse_cumsum(x, axis):
 
 @op(arrays=1)
 def cumsum(a, axis=None):
-    """out_i = Σ_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i.   backward.md §22; op_cases/scan.py."""
+    """out_i = Σ_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i.
+
+    Derivation: docs/backward.md §22. Tests: tests/minigrad/op_cases/scan.py,
+    tests/minigrad/ops/test_scan.py.
+    """
     x, ax = _scan_input(np.asarray(a), axis, "cumsum")
     shape = np.shape(a)
     out = np.cumsum(x, axis=ax)
@@ -50,7 +54,10 @@ def cumsum(a, axis=None):
 @op(arrays=1)
 def cumprod(a, axis=None):
     """out_i = Π_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i Π_{j <= i, j != k} a_j, exact with
-    zeros.   docs/backward.md §21; tests op_cases/scan.py, test_prod_zeros.py."""
+    zeros.
+    Derivation: docs/backward.md §21. Tests: tests/minigrad/op_cases/scan.py,
+    tests/minigrad/ops/test_reduce.py.
+    """
     x, ax = _scan_input(np.asarray(a), axis, "cumprod")
     shape = np.shape(a)
     out = np.cumprod(x, axis=ax)
@@ -80,7 +87,10 @@ def _reverse_logcumsumexp(x, axis):
 @op(arrays=1)
 def logcumsumexp(a, axis=None):
     """out_i = ln Σ_{j <= i} e^{a_j}.   VJP: ā_k = Σ_{i >= k} ḡ_i e^{a_k - out_i}, in logs.
-    docs/backward.md §22; op_cases/scan.py, test_scans.py."""
+
+    Derivation: docs/backward.md §22. Tests: tests/minigrad/op_cases/scan.py,
+    tests/minigrad/ops/test_scan.py.
+    """
     x, ax = _scan_input(as_floating(a), axis, "logcumsumexp")
     shape = np.shape(a)
     # logaddexp.accumulate keeps every partial result in log space: exact to a few ulps

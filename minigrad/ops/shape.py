@@ -23,14 +23,22 @@ __all__ = [
 
 @op(arrays=1)
 def reshape(a, shape):
-    """out = a viewed with ``shape``.   VJP: ā = g reshaped to a's shape."""
+    """out = a viewed with ``shape``.   VJP: ā = g reshaped to a's shape.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     in_shape = a.shape
     return np.reshape(a, shape), lambda g: g.reshape(in_shape)
 
 
 @op(arrays=1)
 def transpose(a, axes=None):
-    """out = a with axes permuted (reversed for None).   VJP: ā = g with the inverse permutation."""
+    """out = a with axes permuted (reversed for None).   VJP: ā = g with the inverse permutation.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     if axes is not None and len(axes) != np.ndim(a):
         raise ValueError(f"transpose axes: got {tuple(axes)} for an array of shape "
                          f"{np.shape(a)}; expected a permutation of its {np.ndim(a)} axes")
@@ -40,7 +48,11 @@ def transpose(a, axes=None):
 
 
 def permute(a, *axes):
-    """PyTorch's name for ``transpose(a, axes)``."""
+    """PyTorch's name for ``transpose(a, axes)``.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
     if not isinstance(a, Tensor):
@@ -50,20 +62,32 @@ def permute(a, *axes):
 
 @op(arrays=1)
 def swapaxes(a, axis1, axis2):
-    """out = a with two axes exchanged.   VJP: ā = g with the same two axes exchanged."""
+    """out = a with two axes exchanged.   VJP: ā = g with the same two axes exchanged.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     return np.swapaxes(a, axis1, axis2), lambda g: g.swapaxes(axis1, axis2)
 
 
 @op(arrays=1)
 def expand_dims(a, axis):
-    """out = a with size-1 axes inserted.   VJP: ā = g reshaped to a's shape."""
+    """out = a with size-1 axes inserted.   VJP: ā = g reshaped to a's shape.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     in_shape = a.shape
     return np.expand_dims(a, axis), lambda g: g.reshape(in_shape)
 
 
 @op(arrays=1)
 def squeeze(a, axis=None):
-    """out = a without (the given) size-1 axes.   VJP: ā = g reshaped to a's shape."""
+    """out = a without (the given) size-1 axes.   VJP: ā = g reshaped to a's shape.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     in_shape = np.shape(a)
     try:
         out = np.squeeze(a, axis)
@@ -83,6 +107,7 @@ def broadcast_to(a, shape):
 
     VJP: ā = g summed over the broadcast axes, which is exactly what the engine's
     ``unbroadcast`` does for every op, so the VJP itself is the identity.
+    Derivation: docs/backward.md §2. Tests: tests/minigrad/op_cases/shape.py.
     """
     try:
         out = np.broadcast_to(a, shape)
@@ -136,7 +161,9 @@ def _getitem(a, index):
 
 def getitem(a: Tensor, index) -> Tensor:
     """``a[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays and
-    boolean masks (Tensors allowed as index arrays). See ``_getitem`` for the VJP."""
+    boolean masks (Tensors allowed as index arrays). See ``_getitem`` for the VJP.
+    Derivation: docs/backward.md §5. Tests: tests/minigrad/op_cases/shape.py.
+    """
     return _getitem(a, _unwrap_index(index))
 
 
@@ -154,7 +181,11 @@ def _sequence_inputs(tensors, op: str) -> tuple[list, list]:
 
 
 def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
-    """out = the inputs joined along ``axis``.   VJP: input i gets its slice of g."""
+    """out = the inputs joined along ``axis``.   VJP: input i gets its slice of g.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     tensors, arrays = _sequence_inputs(tensors, "concatenate")
     out = np.concatenate(arrays, axis=axis)
     ax = axis % out.ndim
@@ -169,7 +200,11 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
 
 
 def stack(tensors: Sequence, axis: int = 0) -> Tensor:
-    """out = the inputs stacked along a new ``axis``.   VJP: input i gets g taken at i on it."""
+    """out = the inputs stacked along a new ``axis``.   VJP: input i gets g taken at i on it.
+
+    Derivation: docs/backward.md §1 (notation; the VJP is the formula above). Tests:
+    tests/minigrad/op_cases/shape.py.
+    """
     tensors, arrays = _sequence_inputs(tensors, "stack")
     shapes = {x.shape for x in arrays}
     if len(shapes) > 1:
@@ -187,7 +222,9 @@ def stack(tensors: Sequence, axis: int = 0) -> Tensor:
 
 def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
     """Split ``a`` along ``axis`` as ``np.split`` does; each piece is a slice of ``a``,
-    so its gradient flows back through ``getitem``."""
+    so its gradient flows back through ``getitem``.
+    Derivation: docs/backward.md §5 (split is getitem). Tests: tests/minigrad/op_cases/shape.py.
+    """
     data = a.data if isinstance(a, Tensor) else np.asarray(as_array_input(a, "split", "a"))
     try:
         ax = normalize_axis_index(axis, data.ndim)
@@ -238,7 +275,8 @@ def _axes(op: str, name: str, axis, ndim: int) -> tuple:
 def moveaxis(a, source, destination):
     """out = a with axes ``source`` moved to ``destination``, the others in order (np.moveaxis).
 
-    VJP: ā = moveaxis(ḡ, destination, source).   docs/backward.md §31
+    VJP: ā = moveaxis(ḡ, destination, source).
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
     """
     src, dst = _axes("moveaxis", "source", source, a.ndim), \
         _axes("moveaxis", "destination", destination, a.ndim)
@@ -252,7 +290,8 @@ def moveaxis(a, source, destination):
 def flip(a, axis=None):
     """out = a reversed along ``axis`` (all axes for None), as np.flip.
 
-    VJP: ā = flip(ḡ, axis).   docs/backward.md §31
+    VJP: ā = flip(ḡ, axis).
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
     """
     axes = None if axis is None else _axes("flip", "axis", axis, a.ndim)
     return np.flip(a, axes), lambda g: np.flip(g, axes)
@@ -262,7 +301,8 @@ def flip(a, axis=None):
 def roll(a, shift, axis=None):
     """out[(i + shift) mod n] = a[i] along ``axis`` (over the flattened array for None), as np.roll.
 
-    VJP: ā = roll(ḡ, −shift, axis).   docs/backward.md §31
+    VJP: ā = roll(ḡ, −shift, axis).
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
     """
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
     shifts = tuple(integer("shift", s, owner="roll") for s in shifts)
@@ -288,7 +328,9 @@ def tile(a, reps):
     """out = a repeated ``reps[i]`` times along axis i (np.tile: the shorter of a.shape and
     reps is padded with leading 1s).
 
-    VJP: ḡ viewed as (r₀, n₀, r₁, n₁, ...), summed over the r axes.   docs/backward.md §31
+    VJP: ḡ viewed as (r₀, n₀, r₁, n₁, ...), summed over the r axes.
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    tests/minigrad/ops/test_indexing.py.
     """
     if isinstance(reps, np.ndarray):
         reps = reps.tolist()
@@ -312,7 +354,9 @@ def repeat(a, repeats, axis=None):
     """out = each element of a repeated ``repeats`` times along ``axis`` (of the flattened
     array for None), as np.repeat; ``repeats`` an int or one count per element.
 
-    VJP: ā_i = Σ of ḡ over the copies of element i.   docs/backward.md §31
+    VJP: ā_i = Σ of ḡ over the copies of element i.
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
     if axis is None:
@@ -363,7 +407,8 @@ def _triangle(a, k, which: str):
 def tril(a, k=0):
     """out = a with the elements above diagonal k of the last two axes zeroed (np.tril).
 
-    VJP: ā = tril(ḡ, k).   docs/backward.md §31
+    VJP: ā = tril(ḡ, k).
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
     """
     return _triangle(a, k, "tril")
 
@@ -372,6 +417,7 @@ def tril(a, k=0):
 def triu(a, k=0):
     """out = a with the elements below diagonal k of the last two axes zeroed (np.triu).
 
-    VJP: ā = triu(ḡ, k).   docs/backward.md §31
+    VJP: ā = triu(ḡ, k).
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
     """
     return _triangle(a, k, "triu")

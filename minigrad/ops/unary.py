@@ -33,113 +33,177 @@ def _zero(g):
 
 @op(arrays=1)
 def sin(a):
-    """out = sin a.   VJP: ā = g cos a.   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = sin a.   VJP: ā = g cos a.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.sin(a), lambda g: g * np.cos(a)
 
 
 @op(arrays=1)
 def cos(a):
-    """out = cos a.   VJP: ā = -g sin a.   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = cos a.   VJP: ā = -g sin a.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     return np.cos(a), lambda g: -g * np.sin(a)
 
 
 @op(arrays=1)
 def tan(a):
-    """out = tan a.   VJP: ā = g (1 + out²).   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = tan a.   VJP: ā = g (1 + out²).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     out = np.tan(a)
     return out, lambda g: g * (1 + out * out)
 
 
 @op(arrays=1)
 def arcsin(a):
-    """out = arcsin a.   VJP: ā = g / √(1 - a²).   docs/backward.md §24; op_cases/unary.py."""
+    """out = arcsin a.   VJP: ā = g / √(1 - a²).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.arcsin(a), lambda g: g / np.sqrt(1 - a * a)
 
 
 @op(arrays=1)
 def arccos(a):
-    """out = arccos a.   VJP: ā = -g / √(1 - a²).   docs/backward.md §24; op_cases/unary.py."""
+    """out = arccos a.   VJP: ā = -g / √(1 - a²).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     return np.arccos(a), lambda g: -g / np.sqrt(1 - a * a)
 
 
 @op(arrays=1)
 def arctan(a):
-    """out = arctan a.   VJP: ā = g / (1 + a²).   docs/backward.md §24; op_cases/unary.py."""
+    """out = arctan a.   VJP: ā = g / (1 + a²).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.arctan(a), lambda g: g / (1 + a * a)
 
 
 @op(arrays=1)
 def sinh(a):
-    """out = sinh a.   VJP: ā = g cosh a.   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = sinh a.   VJP: ā = g cosh a.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     return np.sinh(a), lambda g: g * np.cosh(a)
 
 
 @op(arrays=1)
 def cosh(a):
-    """out = cosh a.   VJP: ā = g sinh a.   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = cosh a.   VJP: ā = g sinh a.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     return np.cosh(a), lambda g: g * np.sinh(a)
 
 
 @op(arrays=1)
 def arcsinh(a):
-    """out = arcsinh a.   VJP: ā = g / √(1 + a²).   docs/backward.md §24; op_cases/unary.py."""
+    """out = arcsinh a.   VJP: ā = g / √(1 + a²).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     return np.arcsinh(a), lambda g: g / np.sqrt(1 + a * a)
 
 
 @op(arrays=1)
 def arctanh(a):
-    """out = arctanh a.   VJP: ā = g / (1 - a²).   docs/backward.md §24; op_cases/unary.py."""
+    """out = arctanh a.   VJP: ā = g / (1 - a²).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.arctanh(a), lambda g: g / (1 - a * a)
 
 
 @op(arrays=1)
 def log1p(a):
-    """out = ln(1 + a).   VJP: ā = g / (1 + a).   docs/backward.md §24; op_cases/unary.py."""
+    """out = ln(1 + a).   VJP: ā = g / (1 + a).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.log1p(a), lambda g: g / (1 + a)
 
 
 @op(arrays=1)
 def expm1(a):
-    """out = e^a - 1.   VJP: ā = g (out + 1).   docs/backward.md §24; op_cases/unary.py."""
+    """out = e^a - 1.   VJP: ā = g (out + 1).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     out = np.expm1(a)
     return out, lambda g: g * (out + 1)
 
 
 @op(arrays=1)
 def log2(a):
-    """out = log₂ a.   VJP: ā = g / (a ln 2).   docs/backward.md §24; op_cases/unary.py."""
+    """out = log₂ a.   VJP: ā = g / (a ln 2).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
+    """
     return np.log2(a), lambda g: g / (a * _LN2)
 
 
 @op(arrays=1)
 def log10(a):
-    """out = log₁₀ a.   VJP: ā = g / (a ln 10).   docs/backward.md §24; op_cases/unary.py."""
+    """out = log₁₀ a.   VJP: ā = g / (a ln 10).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.log10(a), lambda g: g / (a * _LN10)
 
 
 @op(arrays=1)
 def exp2(a):
-    """out = 2^a.   VJP: ā = g out ln 2.   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = 2^a.   VJP: ā = g out ln 2.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = np.exp2(a)
     return out, lambda g: g * out * _LN2
 
 
 @op(arrays=1)
 def square(a):
-    """out = a².   VJP: ā = 2 g a.   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = a².   VJP: ā = 2 g a.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.square(a), lambda g: g * (a + a)
 
 
 @op(arrays=1)
 def reciprocal(a):
-    """out = 1 / a.   VJP: ā = -g out².   docs/backward.md §24; tests op_cases/unary.py."""
+    """out = 1 / a.   VJP: ā = -g out².
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = np.reciprocal(a)
     return out, lambda g: -g * out * out
 
 
 @op(arrays=1)
 def rsqrt(a):
-    """out = 1 / √a.   VJP: ā = -g out³ / 2.   docs/backward.md §24; op_cases/unary.py."""
+    """out = 1 / √a.   VJP: ā = -g out³ / 2.
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = 1 / np.sqrt(as_floating(a))  # NumPy has no rsqrt: integers computed in float64
     return out, lambda g: g * out * out * out * -0.5
 
@@ -147,7 +211,10 @@ def rsqrt(a):
 @op(arrays=2)
 def arctan2(a, b):
     """out = atan2(a, b), the angle of the point (b, a).   VJP: ā = g b / (a² + b²),
-    b̄ = -g a / (a² + b²) (0 at the origin).   docs/backward.md §24; op_cases/unary.py."""
+    b̄ = -g a / (a² + b²) (0 at the origin).
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = np.arctan2(a, b)
 
     r2 = a * a + b * b
@@ -162,7 +229,10 @@ def arctan2(a, b):
 @op(arrays=2)
 def hypot(a, b):
     """out = √(a² + b²).   VJP: ā = g a / out, b̄ = g b / out (0 at out = 0).
-    docs/backward.md §24; op_cases/unary.py."""
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = np.hypot(a, b)
 
     def share(g, x):  # at the origin: 0, the 2-norm's subgradient (PyTorch: nan, see §24)
@@ -175,14 +245,21 @@ def hypot(a, b):
 @op(arrays=2)
 def logaddexp(a, b):
     """out = ln(e^a + e^b).   VJP: ā = g e^(a - out), b̄ = g e^(b - out).
-    docs/backward.md §24; op_cases/unary.py."""
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = np.logaddexp(a, b)
     return out, (lambda g: g * np.exp(a - out), lambda g: g * np.exp(b - out))
 
 
 @op(arrays=1)
 def sign(a):
-    """out = sign a.   VJP: ā = 0 (piecewise constant).   backward.md §24; op_cases/unary.py."""
+    """out = sign a.   VJP: ā = 0 (piecewise constant).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     try:
         out = np.sign(a)
     except TypeError:  # checked only on failure: no cost to the common case
@@ -195,20 +272,31 @@ def sign(a):
 
 @op(arrays=1)
 def floor(a):
-    """out = ⌊a⌋.   VJP: ā = 0 (piecewise constant).   backward.md §24; op_cases/unary.py."""
+    """out = ⌊a⌋.   VJP: ā = 0 (piecewise constant).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.floor(a), _zero
 
 
 @op(arrays=1)
 def ceil(a):
-    """out = ⌈a⌉.   VJP: ā = 0 (piecewise constant).   backward.md §24; op_cases/unary.py."""
+    """out = ⌈a⌉.   VJP: ā = 0 (piecewise constant).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.ceil(a), _zero
 
 
 @op(arrays=1)
 def round(a, decimals=0):
     """out = a rounded to ``decimals`` places, halves to even (np.round).   VJP: ā = 0.
-    docs/backward.md §24; op_cases/unary.py."""
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         raise TypeError(f"round decimals: got {decimals!r}; expected an integer")
     return np.round(a, int(decimals)), _zero
@@ -216,14 +304,21 @@ def round(a, decimals=0):
 
 @op(arrays=1)
 def trunc(a):
-    """out = a rounded toward 0.   VJP: ā = 0 (piecewise constant).   §24; op_cases/unary.py."""
+    """out = a rounded toward 0.   VJP: ā = 0 (piecewise constant).
+
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     return np.trunc(a), _zero
 
 
 @op(arrays=2)
 def mod(a, b):
     """out = a - ⌊a / b⌋ b, with the sign of b (np.mod, torch.remainder).   VJP: ā = g,
-    b̄ = -g ⌊a / b⌋.   docs/backward.md §24; op_cases/unary.py."""
+    b̄ = -g ⌊a / b⌋.
+    Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
+    tests/minigrad/ops/test_unary.py.
+    """
     out = np.mod(a, b)
 
     def vjp_b(g):

@@ -1,6 +1,7 @@
 """Parametrizes ``mg_op_case`` over the op case table (``op_cases/``, one module per op
-family). This folder goes on sys.path so that ``from op_cases import OP_CASES`` works in
-any import mode."""
+family) for every test under this folder (ops/, engine/, nn/, optim/ and this folder).
+This folder goes on sys.path so that ``from op_cases import OP_CASES`` works from every
+subfolder in any import mode (tests/conftest.py adds it too, for tests/reliability)."""
 import sys
 from pathlib import Path
 

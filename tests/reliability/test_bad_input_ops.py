@@ -3,7 +3,9 @@
 Two tables. ``GENERIC`` feeds each op, in place of its main array argument, the same wrong
 things: None, a string, an object array, a complex array (a Tensor cannot hold complex data,
 so an op must not return one either); and a nested list must work as the array it spells.
-``SPECIFIC`` covers each op's own arguments: axes, shapes, eps, labels, indices.
+``SPECIFIC`` covers each op's own arguments: axes, shapes, eps, labels, indices. The call
+with a value in each op's main array slot is the shared catalog
+``tests/minigrad/op_cases/catalogs.py:slot_catalog``.
 
 The array inputs of every op are checked in one place, ``minigrad.defop.as_array_input``
 (each op declares how many leading parameters are arrays); each op checks its own other
@@ -17,15 +19,16 @@ import pytest
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
+from op_cases.catalogs import SLOT_LABELS, SLOT_MASK, SLOT_VALUES, slot_catalog, slot_values
 
 from reliability_util import bad, check_bad, params
 
 pytestmark = pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning",
                                         "ignore::RuntimeWarning")
 
-VALUES = np.arange(1.0, 7.0).reshape(2, 3) / 7  # in (0, 1): fine for log, sqrt, pow
-LABELS = np.array([0, 2])
-MASK = np.array([[True, False, True], [False, True, False]])
+VALUES = SLOT_VALUES  # in (0, 1): fine for log, sqrt, pow and every domain of ops/unary.py
+LABELS = SLOT_LABELS
+MASK = SLOT_MASK
 
 
 def leaf():
@@ -34,62 +37,11 @@ def leaf():
 
 T = leaf()  # the valid Tensor argument of the binary ops (checked unchanged by every case)
 
-#: op -> a call with ``v`` in the place of its main array argument (shape (2, 3), or (3, 2)
-#: for matmul's right operand)
-SLOT = {
-    "add": lambda v: F.add(T, v), "sub": lambda v: F.sub(T, v), "mul": lambda v: F.mul(T, v),
-    "div": lambda v: F.div(T, v), "pow": lambda v: F.pow(T, v),
-    "maximum": lambda v: F.maximum(T, v), "minimum": lambda v: F.minimum(T, v),
-    "neg": F.neg, "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh, "abs": F.abs,
-    "sigmoid": F.sigmoid, "relu": F.relu,
-    "where": lambda v: F.where(MASK, T, v), "clip": lambda v: F.clip(v, 0.2, 0.8),
-    "astype": lambda v: F.astype(v, np.float32),
-    "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "var": F.var,
-    "reshape": lambda v: F.reshape(v, (6,)), "transpose": F.transpose,
-    "permute": lambda v: F.permute(v, 1, 0), "swapaxes": lambda v: F.swapaxes(v, 0, 1),
-    "expand_dims": lambda v: F.expand_dims(v, 0), "squeeze": F.squeeze,
-    "broadcast_to": lambda v: F.broadcast_to(v, (2, 2, 3)), "getitem": lambda v: F.getitem(v, 0),
-    "concatenate": lambda v: F.concatenate([T, v]), "stack": lambda v: F.stack([T, v]),
-    "split": lambda v: F.split(v, 3, axis=1),
-    "matmul": lambda v: F.matmul(T, v),
-    "linear": lambda v: F.linear(v, np.ones((3, 4))),
-    "softmax": F.softmax, "log_softmax": F.log_softmax, "logsumexp": F.logsumexp,
-    "layer_norm": F.layer_norm, "gelu_tanh": F.gelu_tanh,
-    "cross_entropy": lambda v: F.cross_entropy(v, LABELS),
-    "self_attention": lambda v: F.self_attention(v, 1),  # (1, 2, 3): B 1, T 2, D 1
-    "conv1d": lambda v: F.conv1d(v, np.ones((1, 2, 1))),  # (1, 2, 3): B 1, C 2, L 3
-    "conv2d": lambda v: F.conv2d(v, np.ones((1, 1, 1, 1))),  # (1, 1, 2, 3): NCHW
-    "max_pool2d": lambda v: F.max_pool2d(v, 1), "avg_pool2d": lambda v: F.avg_pool2d(v, 1),
-    "pad": lambda v: F.pad(v, 1),
-    # issue 14: indexing, shape and attention (ops-c)
-    "take_along_axis": lambda v: F.take_along_axis(v, np.array([[0], [2]]), 1),
-    "put_along_axis": lambda v: F.put_along_axis(v, np.array([[0], [2]]), 0.5, 1),
-    "tile": lambda v: F.tile(v, 2), "repeat": lambda v: F.repeat(v, 2, 1),
-    "roll": lambda v: F.roll(v, 1), "flip": F.flip, "tril": F.tril, "triu": F.triu,
-    "moveaxis": lambda v: F.moveaxis(v, 0, 1), "diagonal": F.diagonal, "trace": F.trace,
-    "scaled_dot_product_attention": lambda v: F.scaled_dot_product_attention(v, T, T),
-    "softplus": F.softplus, "silu": F.silu, "gelu": F.gelu, "leaky_relu": F.leaky_relu,
-    "elu": F.elu, "selu": F.selu, "log_sigmoid": F.log_sigmoid, "hardtanh": F.hardtanh,
-    "softmin": F.softmin,
-    "mse_loss": lambda v: F.mse_loss(v, T), "l1_loss": lambda v: F.l1_loss(v, T),
-    "smooth_l1_loss": lambda v: F.smooth_l1_loss(v, T),
-    "binary_cross_entropy_with_logits": lambda v: F.binary_cross_entropy_with_logits(v, T),
-    "nll_loss": lambda v: F.nll_loss(v, LABELS),
-}
+SLOT = slot_catalog(T)  # op -> a call with v in the place of its main array argument
 
 
 def test_the_table_covers_every_public_op():
-    from test_bad_input_ops_more import SLOT as SLOT_MORE  # the ops-a ops (issue 14)
-
-    assert sorted(set(SLOT) | set(SLOT_MORE)) == sorted(PUBLIC_OPS)
-
-
-def slot_values(op):
-    if op in ("self_attention", "conv1d"):
-        return VALUES.reshape(1, 2, 3).copy()
-    if op in ("conv2d", "max_pool2d", "avg_pool2d"):
-        return VALUES.reshape(1, 1, 2, 3).copy()
-    return VALUES.T.copy() if op == "matmul" else VALUES.copy()
+    assert sorted(SLOT) == sorted(PUBLIC_OPS)
 
 
 KINDS = {  # kind -> (make the bad value from valid values, words the message must hold)
@@ -122,15 +74,10 @@ def test_wrong_kind_of_argument(case):
 
 @pytest.mark.parametrize("op", list(SLOT))
 def test_nested_list_is_read_as_the_array_it_spells(op):
-    """A list where an array goes: the op works as on ``np.asarray(list)`` (or refuses it
-    with a TypeError naming it), but never fails with an AttributeError from inside."""
+    """A list where an array goes: the op works as on ``np.asarray(list)`` (every op does;
+    none fails with an AttributeError from inside)."""
     values = slot_values(op)
-    nested = values.tolist()
-    try:
-        got = SLOT[op](nested)
-    except TypeError as e:
-        assert "list" in str(e) and op in str(e)
-        return
+    got = SLOT[op](values.tolist())
     want = SLOT[op](values)
     got, want = (got, want) if isinstance(got, list) else ([got], [want])
     for g, w in zip(got, want):
@@ -255,6 +202,63 @@ SPECIFIC = [
     bad("self_attention-scale-nan", lambda: F.self_attention(np.ones((2, 3, 6)), 1,
                                                               scale=np.nan),
         ValueError, "scale", "nan", "positive finite"),
+]
+
+M3 = np.ones((2, 2, 2))
+SPECIFIC += [  # issue 14 (ops-a): contractions, reductions, scans, unary
+    bad("einsum-subscripts-int", lambda: F.einsum(3, T), TypeError, "subscripts", "int"),
+    bad("einsum-sublist-form", lambda: F.einsum(T, [0, 1]), TypeError, "subscripts", "Tensor"),
+    bad("einsum-no-operands", lambda: F.einsum("ij"), ValueError, "operands", "at least one"),
+    bad("einsum-too-many-operands", lambda: F.einsum("ij", T, T), ValueError, "operands",
+        "got 2", "1 terms", keep=(T.data,)),
+    bad("einsum-labels-vs-dims", lambda: F.einsum("ijk", T), ValueError, "operands[0]",
+        "(2, 3)", "'ijk'", "3 dimensions"),
+    bad("einsum-too-few-for-ellipsis", lambda: F.einsum("ijk...", T), ValueError,
+        "operands[0]", "3 dimensions or more"),
+    bad("einsum-size-mismatch", lambda: F.einsum("ij,ij", T, np.ones((3, 2))), ValueError,
+        "operands[1]", "'i'", "size 3", "2"),
+    bad("einsum-bad-label", lambda: F.einsum("i1", T), ValueError, "subscripts", "'1'"),
+    bad("einsum-two-arrows", lambda: F.einsum("ij->j->i", T), ValueError, "'->'"),
+    bad("einsum-output-label-twice", lambda: F.einsum("ij->ii", T), ValueError, "'i'"),
+    bad("einsum-output-label-unknown", lambda: F.einsum("ij->k", T), ValueError, "'k'"),
+    bad("einsum-ellipsis-missing-in-output", lambda: F.einsum("...j->j", M3), ValueError,
+        "'...'", "output"),
+    bad("einsum-stray-dot", lambda: F.einsum("i.j", T), ValueError, "'i.j'"),
+    bad("tensordot-axes-too-many", lambda: F.tensordot(T, T, 3), ValueError, "axes", "3",
+        "[0, 2]"),
+    bad("tensordot-axes-unequal", lambda: F.tensordot(T, T, ([0, 1], [0])), ValueError,
+        "axes", "2 axes of a", "1 of b"),
+    bad("tensordot-axes-str", lambda: F.tensordot(T, T, "a"), TypeError, "axes", "'a'"),
+    bad("tensordot-axis-out-of-range", lambda: F.tensordot(T, T, ([5], [0])), ValueError,
+        "axes[0]", "5", numpy=True),
+    bad("tensordot-size-mismatch", lambda: F.tensordot(T, T, ([0], [1])), ValueError,
+        "mismatch", numpy=True, keep=(T.data,)),
+    bad("std-ddof-negative", lambda: F.std(T, ddof=-1), ValueError, "std ddof", "-1"),
+    bad("std-ddof-float", lambda: F.std(T, ddof=1.0), TypeError, "std ddof", "1.0"),
+    bad("std-axis-out-of-range", lambda: F.std(T, axis=5), ValueError, "axis", "5",
+        numpy=True),
+    bad("prod-axis-repeated", lambda: F.prod(T, axis=(0, 0)), ValueError, "repeated",
+        numpy=True),
+    bad("norm-matrix-ord", lambda: F.norm(T, ord=2), ValueError, "norm ord", "2", "'fro'"),
+    bad("norm-3d-with-ord", lambda: F.norm(M3, ord=1), ValueError, "norm x", "3 dimensions"),
+    bad("norm-three-axes", lambda: F.norm(M3, axis=(0, 1, 2)), ValueError, "norm axis",
+        "(0, 1, 2)"),
+    bad("norm-vector-ord-str", lambda: F.norm(VALUES[0], ord="nuc"), ValueError, "'nuc'"),
+    bad("norm-axis-out-of-range", lambda: F.norm(T, axis=4), ValueError, "axis", "4",
+        numpy=True),
+    bad("round-decimals-float", lambda: F.round(T, 1.5), TypeError, "round decimals", "1.5"),
+    bad("cumsum-axis-out-of-range", lambda: F.cumsum(T, axis=5), ValueError, "cumsum axis",
+        "5", numpy=True),
+    bad("cumprod-axis-float", lambda: F.cumprod(T, axis=1.0), TypeError, "cumprod axis",
+        "1.0"),
+    bad("logcumsumexp-axis-tuple", lambda: F.logcumsumexp(T, axis=(0, 1)), TypeError,
+        "logcumsumexp axis", "(0, 1)"),
+    bad("mod-shape-mismatch", lambda: F.mod(T, np.ones(4)), ValueError, "(2,3)", "(4,)",
+        numpy=True, keep=(T.data,)),
+    bad("argmax-None", lambda: F.argmax(None), TypeError, "argmax", "None"),
+    bad("any-str", lambda: F.any("abc"), TypeError, "any", "'abc'"),
+    bad("argmin-axis-out-of-range", lambda: F.argmin(T, axis=3), ValueError, "axis", "3",
+        numpy=True),
 ]
 
 

@@ -103,7 +103,7 @@ def linear_product(x0, w0, cot):
 
 def test_a_product_in_another_thread_has_the_main_threads_bits(blas_two_threads):
     """A long summed axis: OpenBLAS with 2 threads gives other last bits than with 1 (the
-    same shape as tests/minigrad/test_parallel.py shows it with)."""
+    same shape as tests/minigrad/engine/test_parallel.py shows it with)."""
     rng = np.random.default_rng(11)
     x0 = rng.standard_normal((64, 3000)).astype(np.float32)
     w0 = rng.standard_normal((3000, 96)).astype(np.float32)

@@ -53,3 +53,52 @@ def add_case(op, label, fn, ref, *inputs, **kw):
 def _sid(*shapes):
     return "@".join("x".join(map(str, s)) or "0d" for s in shapes)
 
+
+
+# ---- torch references ------------------------------------------------------------------------
+class TorchCase:
+    """One op against PyTorch autograd: ``fn`` on minigrad Tensors and ``torch_fn`` on torch
+    tensors, applied to the same inputs (floating arrays become differentiable leaves of each
+    dtype in ``dtypes``; integer and bool arrays are passed as they are). ``close(got, want,
+    dtype)`` asserts closeness (default: :func:`near`); ``fp_strict``: the forward must raise
+    no NumPy floating-point warning (overflow, division by zero, invalid)."""
+
+    def __init__(self, op, label, fn, torch_fn, inputs, dtypes=(np.float64,), close=None,
+                 fp_strict=False):
+        self.op, self.id, self.fn, self.torch_fn = op, f"{op}-{label}", fn, torch_fn
+        self.inputs = tuple(np.asarray(x) for x in inputs)
+        self.dtypes, self.close, self.fp_strict = tuple(dtypes), close or near, fp_strict
+
+    def __repr__(self):
+        return self.id
+
+
+def near(got, want, dtype, ulps=256):
+    """Within ``ulps`` of the dtype times the largest magnitude compared (at least 1),
+    relative and absolute alike."""
+    tol = ulps * np.finfo(dtype).eps * max(1.0, float(np.abs(want).max(initial=0)))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+#: Each family's builder ``build(torch, case)`` of its torch references, called only by the
+#: torch runner: op_cases imports without torch. A builder seeds its own generator, so the
+#: inputs do not depend on which builders ran before it.
+TORCH_BUILDERS = []
+
+
+def torch_table(build):
+    """Registers a family's torch references (a decorator; see TORCH_BUILDERS)."""
+    TORCH_BUILDERS.append(build)
+    return build
+
+
+def torch_cases(torch) -> list[TorchCase]:
+    """Every family's torch references, built now (``torch`` is the imported module)."""
+    cases: list[TorchCase] = []
+
+    def case(op, label, fn, torch_fn, *inputs, **kw):
+        cases.append(TorchCase(op, label, fn, torch_fn, inputs, **kw))
+
+    for build in TORCH_BUILDERS:
+        build(torch, case)
+    return cases

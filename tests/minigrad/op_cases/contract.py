@@ -7,7 +7,7 @@ import numpy as np
 
 from minigrad import F
 
-from .base import _sid, add_case
+from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1401)  # this family's own inputs (see base.py)
 
@@ -72,3 +72,33 @@ for sa, sb in [((4,), (4,)), ((3, 4), (5, 4)), ((2, 3, 4), (4,)), ((), (2, 3))]:
              lambda a, b: (a * b if a.ndim == 0 or b.ndim == 0 else
                            (a.reshape(-1, a.shape[-1]) @ b.reshape(-1, b.shape[-1]).T)
                            .reshape(a.shape[:-1] + b.shape[:-1])), rn(*sa), rn(*sb))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: torch.einsum, tensordot, outer (of the flattened inputs, as
+    np.outer), inner."""
+    rng = np.random.default_rng(1405)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    for sub, shapes in [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(2, 3), (3, 4)]),
+                        ("ii->i", [(4, 4)]), ("ii", [(3, 3)]), ("ij,j->j", [(3, 4), (4,)]),
+                        ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]), ("ba", [(2, 3)]),
+                        ("bij,bjk,bkl->bil", [(2, 3, 4), (2, 4, 2), (2, 2, 3)]),
+                        ("ij,ij->ij", [(3, 1), (3, 4)])]:
+        case("einsum", sub, lambda *xs, s=sub: F.einsum(s, *xs),
+             lambda *xs, s=sub: torch.einsum(s, *xs), *[rn(*s) for s in shapes])
+    case("tensordot", "int", lambda a, b: F.tensordot(a, b, 2),
+         lambda a, b: torch.tensordot(a, b, 2),
+         rn(3, 4, 5), rn(4, 5, 2))
+    case("tensordot", "pairs", lambda a, b: F.tensordot(a, b, ([1, 0], [0, 2])),
+         lambda a, b: torch.tensordot(a, b, ([1, 0], [0, 2])), rn(3, 4, 2), rn(4, 5, 3))
+    case("outer", "2d@1d", F.outer, lambda a, b: torch.outer(a.reshape(-1), b.reshape(-1)),
+         rn(2, 3), rn(4))
+    case("inner", "3x4@5x4", F.inner, torch.inner, rn(3, 4), rn(5, 4))
+    case("inner", "1d", F.inner, torch.inner, rn(4), rn(4))

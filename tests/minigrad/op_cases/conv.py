@@ -7,7 +7,7 @@ import scipy.special as sp
 import minigrad as mg
 from minigrad import F
 
-from .base import _rng, _sid, add_case, away, pos, rn, separated  # noqa: F401
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
 
 # ---- convolution, pooling, pad (references: loops over every output element) ----------------
@@ -145,3 +145,30 @@ for label, sx, pw, kw in [
         ("edge-nchw", (2, 2, 3, 3), ((0, 0), (0, 0), (1, 2), (2, 0)), dict(mode="edge"))]:
     add_case("pad", label, lambda x, pw=pw, kw=kw: F.pad(x, pw, **kw),
              lambda x, pw=pw, kw=kw: np_pad(x, pw, **kw), rn(sx))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: convolution, pooling, pad (every argument and the tie
+    rules: ops/test_conv.py, ops/test_pool.py)."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9906)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    case("conv2d", "stride-pad-groups",
+         lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, groups=2),
+         lambda x, w, b: TF.conv2d(x, w, b, stride=2, padding=1, groups=2),
+         rn(2, 4, 6, 5), rn(6, 2, 3, 3), rn(6))
+    case("conv1d", "pad-dilation", lambda x, w: F.conv1d(x, w, padding=2, dilation=2),
+         lambda x, w: TF.conv1d(x, w, padding=2, dilation=2), rn(2, 3, 9), rn(4, 3, 3))
+    case("max_pool2d", "k3-s2-p1", lambda x: F.max_pool2d(x, 3, 2, 1),
+         lambda x: TF.max_pool2d(x, 3, 2, 1), rn(2, 3, 7, 7))
+    case("avg_pool2d", "k3-s2-p1", lambda x: F.avg_pool2d(x, 3, 2, 1),
+         lambda x: TF.avg_pool2d(x, 3, 2, 1), rn(2, 3, 7, 7))
+    case("pad", "reflect", lambda x: F.pad(x, ((0, 0), (0, 0), (2, 1), (1, 3)), "reflect"),
+         lambda x: TF.pad(x, (1, 3, 2, 1), mode="reflect"), rn(2, 3, 4, 5))

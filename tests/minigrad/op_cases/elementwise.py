@@ -7,7 +7,7 @@ import scipy.special as sp
 import minigrad as mg
 from minigrad import F
 
-from .base import _rng, _sid, add_case, away, pos, rn, separated  # noqa: F401
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
 
 # ---- elementwise, binary, with broadcasting and rank promotion -----------------------------
@@ -90,3 +90,73 @@ add_case("astype", "f64-to-f64", lambda a: F.astype(a, np.float64), lambda a: a,
 add_case("astype", "f64-to-f32-roundtrip", lambda a: F.astype(F.astype(a, np.float32), np.float64),
          lambda a: a.astype(np.float32).astype(np.float64), rn((2, 3)),
          gc=dict(eps=1e-2, atol=1e-4, rtol=1e-3), keeps_dtype=False)
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: the elementwise ops."""
+    rng = np.random.default_rng(99)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def pos(*shape):
+        return np.asarray(rng.uniform(0.5, 2.0, shape))
+
+    def _ti(a):  # an index / label array as a torch tensor
+        return torch.as_tensor(a)
+
+    for name, tname in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "div"),
+                        ("maximum", "maximum"), ("minimum", "minimum")]:
+        f, tf = getattr(F, name), getattr(torch, tname)
+        case(name, "bcast", f, tf, rn(3, 1, 4), rn(5, 4) + (3.0 if name == "div" else 0.0))
+        case(name, "0d", f, tf, rn(), rn(2, 3) + (3.0 if name == "div" else 0.0))
+    _tie_a, _tie_b = np.array([1.0, 2.0, 3.0, -1.0, 0.5]), np.array([1.0, 0.0, 5.0, -1.0, 0.5])
+    case("maximum", "ties", F.maximum, torch.maximum, _tie_a, _tie_b)
+    case("minimum", "ties", F.minimum, torch.minimum, _tie_a, _tie_b)
+    case("pow", "tensor-exp", F.pow, torch.pow, pos(3, 1), rn(4))
+    case("pow", "zero-base", F.pow, torch.pow, np.array([0.0, 0.0, 0.0, 1.5]),
+         np.array([0.0, 1.0, 2.5, 0.0]))
+    case("pow", "zero-exp", lambda a: a ** 0, lambda a: a ** 0, np.array([0.0, -1.0, 2.0]))
+    case("pow", "scalar-exp", lambda a: a ** 3, lambda a: a ** 3, rn(2, 3))
+    case("pow", "half-exp", lambda a: a ** 0.5, lambda a: a ** 0.5, pos(2, 3))
+    case("pow", "scalar-base", lambda b: 2.0 ** b, lambda b: 2.0 ** b, rn(4))
+    for name in ("neg", "exp", "tanh", "sigmoid"):
+        case(name, "3d", getattr(F, name), getattr(torch, name), rn(2, 3, 4) * 3)
+    case("log", "pos", F.log, torch.log, pos(3, 4))
+    case("sqrt", "pos", F.sqrt, torch.sqrt, pos(3, 4))
+    _kinks = np.array([-1.5, -0.0, 0.0, 0.7, 2.0])
+    case("abs", "with-zero", F.abs, torch.abs, np.concatenate([rn(6), _kinks]))
+    case("relu", "with-zero", F.relu, torch.relu, np.concatenate([rn(6), _kinks]))
+    case("sigmoid", "large", F.sigmoid, torch.sigmoid, np.array([-50.0, -20.0, 0.0, 20.0, 50.0]))
+    _cond = rng.random((3, 4)) > 0.5
+    case("where", "bcast", lambda a, b: F.where(_cond, a, b),
+         lambda a, b: torch.where(_ti(_cond), a, b), rn(1, 4), rn(3, 1))
+
+
+    def _next_to(*bounds):
+        """Each bound's two floating-point neighbours: the closest points off the bound."""
+        return [np.nextafter(b, s) for b in bounds for s in (-np.inf, np.inf)]
+
+
+    # Exactly at a clip bound torch's gradient depends on its version (2.13: 1; 2.14.1: 0 for
+    # number bounds, 1/2 for tensor bounds), so torch is compared off the bounds only, where every
+    # version agrees, up to the bounds' floating-point neighbours. minigrad's own rule at the
+    # bounds is tested with hand-derived values in ops/test_elementwise.py (docs/backward.md §13).
+    _cx = np.array([-2.0, 0.0, 0.3, 1.7, *_next_to(-0.5, 1.0, 0.0, 0.3)])
+    case("clip", "both", lambda a: F.clip(a, -0.5, 1.0), lambda a: torch.clamp(a, -0.5, 1.0), _cx)
+    case("clip", "min-only", lambda a: F.clip(a, 0.0), lambda a: torch.clamp(a, min=0.0),
+         _cx[_cx != 0.0])
+    case("clip", "max-only", lambda a: F.clip(a, None, 0.3), lambda a: torch.clamp(a, max=0.3),
+         _cx[_cx != 0.3])
+    case("clip", "equal-bounds", lambda a: F.clip(a, 0.3, 0.3), lambda a: torch.clamp(a, 0.3, 0.3),
+         _cx[_cx != 0.3])
+    case("clip", "crossed-bounds", lambda a: F.clip(a, 1.0, -0.5),  # all a_max, as np.clip
+         lambda a: torch.clamp(a, 1.0, -0.5), _cx)
+    case("astype", "f64", lambda a: F.astype(a, np.float64), lambda a: a.to(torch.float64),
+         rn(3, 2))
+    case("astype", "f32-f64", lambda a: F.astype(F.astype(a, np.float32), np.float64),
+         lambda a: a.to(torch.float32).to(torch.float64), rn(3, 2))

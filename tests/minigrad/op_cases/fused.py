@@ -7,7 +7,7 @@ import scipy.special as sp
 import minigrad as mg
 from minigrad import F
 
-from .base import _rng, _sid, add_case, away, pos, rn, separated  # noqa: F401
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
 
 # ---- fused nn ops ---------------------------------------------------------------------------
@@ -105,3 +105,63 @@ add_case("cross_entropy", "labels-as-int-array-input", F.cross_entropy, np_cross
 add_case("cross_entropy", "unnormalized-soft",
          lambda z, t: F.cross_entropy(z, t, label_smoothing=0.2),
          lambda z, t: np_cross_entropy(z, t, label_smoothing=0.2), rn((2, 3, 4)), pos((2, 3, 4)))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: the fused ops, self_attention and cross_entropy."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9905)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _dims(axis, ndim):
+        return tuple(range(ndim)) if axis is None else axis
+
+    def _ti(a):  # an index / label array as a torch tensor
+        return torch.as_tensor(a)
+
+    for ax in (-1, 0, 1):
+        case("softmax", f"axis={ax}", lambda a, ax=ax: F.softmax(a, axis=ax),
+             lambda a, ax=ax: torch.softmax(a, dim=ax), rn(2, 3, 4) * 3)
+        case("log_softmax", f"axis={ax}", lambda a, ax=ax: F.log_softmax(a, axis=ax),
+             lambda a, ax=ax: torch.log_softmax(a, dim=ax), rn(2, 3, 4) * 3)
+    for ax, kd in [(None, False), (1, True), ((0, 2), False)]:
+        case("logsumexp", f"axis={ax}-kd={kd}",
+             lambda a, ax=ax, kd=kd: F.logsumexp(a, axis=ax, keepdims=kd),
+             lambda a, ax=ax, kd=kd: torch.logsumexp(a, dim=_dims(ax, a.ndim), keepdim=kd),
+             rn(2, 3, 4) * 3)
+    case("layer_norm", "affine", F.layer_norm,
+         lambda x, w, b: TF.layer_norm(x, (5,), w, b, eps=1e-5), rn(2, 3, 5), rn(5), rn(5))
+    case("layer_norm", "plain", F.layer_norm, lambda x: TF.layer_norm(x, (6,), eps=1e-5), rn(4, 6))
+    case("gelu_tanh", "3d", F.gelu_tanh, lambda x: TF.gelu(x, approximate="tanh"), rn(2, 3, 4) * 3)
+
+
+    def _torch_self_attention(qkv, num_heads, scale=None):
+        B, T, width = qkv.shape
+        D = width // 3
+        q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, T, num_heads, -1).transpose(1, 2)
+                   for i in range(3))
+        o = TF.scaled_dot_product_attention(q, k, v, scale=scale)  # (B, H, T, d)
+        return o.transpose(1, 2).reshape(B, T, D)
+
+
+    for (B, T, D, H, scale) in [(2, 4, 6, 2, None), (3, 5, 6, 3, 0.3)]:
+        case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
+             lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
+             lambda x, H=H, scale=scale: _torch_self_attention(x, H, scale), rn(B, T, 3 * D))
+    _labels = np.array([2, 0, 4, 4, 1, 3])
+    for red in ("mean", "sum", "none"):
+        for ls in (0.0, 0.1):
+            kw = dict(reduction=red, label_smoothing=ls)
+            case("cross_entropy", f"labels-{red}-ls={ls}",
+                 lambda z, kw=kw: F.cross_entropy(z, _labels, **kw),
+                 lambda z, kw=kw: TF.cross_entropy(z, _ti(_labels), **kw), rn(6, 5) * 2)
+            case("cross_entropy", f"soft-{red}-ls={ls}",
+                 lambda z, t, kw=kw: F.cross_entropy(z, t, **kw),
+                 lambda z, t, kw=kw: TF.cross_entropy(z, t, **kw), rn(4, 5) * 2,
+                 np.exp(rn(4, 5)) / 3.0)

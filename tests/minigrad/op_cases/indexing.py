@@ -10,7 +10,7 @@ import numpy as np
 
 from minigrad import F
 
-from .base import _sid, add_case
+from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1414)
 
@@ -136,3 +136,70 @@ for shape, k in [((4, 4), 0), ((3, 5), 1), ((2, 4, 3), -1), ((3, 3), -5)]:
              lambda a, k=k: np_triangle_loop(a, k, True), rn(shape))
     add_case("triu", f"{_sid(shape)}-k{k}", lambda a, k=k: F.triu(a, k),
              lambda a, k=k: np_triangle_loop(a, k, False), rn(shape))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: take_along_axis = take_along_dim, put_along_axis = scatter
+    (unique indices only: with repeated ones torch's order is unspecified; see
+    ops/test_indexing.py), repeat = repeat_interleave; float64 and float32."""
+    rng = np.random.default_rng(1415)
+
+    def case(*args):  # float64 and float32, tolerances from the dtype
+        add(*args, dtypes=(np.float64, np.float32))
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _ti(a):  # an index / label array as a torch tensor
+        return torch.as_tensor(a)
+
+    _gather = np.array([[0, 2, 2, 1], [3, 3, 0, 0]])
+    case("take_along_axis", "repeats", lambda a: F.take_along_axis(a, _gather, 0),
+         lambda a: torch.take_along_dim(a, _ti(_gather), 0), rn(4, 4))
+    _gather3 = np.array([[[2, 0, 2]], [[1, 1, 0]]])
+    case("take_along_axis", "bcast", lambda a: F.take_along_axis(a, _gather3, -1),
+         lambda a: torch.take_along_dim(a, _ti(_gather3), -1), rn(2, 3, 3))
+    case("take_along_axis", "flat", lambda a: F.take_along_axis(a, np.array([5, 0, 0, 3]), None),
+         lambda a: torch.take_along_dim(a, _ti(np.array([5, 0, 0, 3]))), rn(2, 3))
+
+    _scatter = np.array([[2, 0], [1, 3], [0, 1]])  # unique along axis 1
+    case("put_along_axis", "axis1", lambda a, v: F.put_along_axis(a, _scatter, v, 1),
+         lambda a, v: torch.scatter(a, 1, _ti(_scatter), v), rn(3, 4), rn(3, 2))
+    _scatter0 = np.array([[2, 0, 1], [0, 1, 2]])  # unique along axis 0
+    case("put_along_axis", "axis0", lambda a, v: F.put_along_axis(a, _scatter0, v, 0),
+         lambda a, v: torch.scatter(a, 0, _ti(_scatter0), v), rn(3, 3), rn(2, 3))
+    case("put_along_axis", "values-bcast", lambda a, v: F.put_along_axis(a, _scatter, v, 1),
+         lambda a, v: torch.scatter(a, 1, _ti(_scatter), v.expand(3, 2)), rn(3, 4), rn(3, 1))
+
+    for reps in [(2, 1), (2, 2, 3)]:
+        case("tile", f"{reps}", lambda a, r=reps: F.tile(a, r), lambda a, r=reps: torch.tile(a, r),
+             rn(2, 3))
+    for reps, axis in [(2, None), (3, 1), (np.array([0, 2, 1]), 0)]:
+        case("repeat", f"{np.asarray(reps).tolist()}-{axis}",
+             lambda a, r=reps, ax=axis: F.repeat(a, r, ax),
+             lambda a, r=reps, ax=axis: torch.repeat_interleave(
+                 a, _ti(r) if isinstance(r, np.ndarray) else r, dim=ax), rn(3, 2))
+    for shift, axis in [(2, None), (-1, 0), ((1, -2), (0, 2))]:
+        case("roll", f"{shift}-{axis}", lambda a, s=shift, ax=axis: F.roll(a, s, ax),
+             lambda a, s=shift, ax=axis: torch.roll(a, s, ax), rn(2, 3, 4))
+    for axis in [None, 1, (0, 2)]:
+        case("flip", f"{axis}", lambda a, ax=axis: F.flip(a, ax),
+             lambda a, ax=axis: torch.flip(a, tuple(range(a.ndim)) if ax is None else
+                                           np.atleast_1d(ax).tolist()), rn(2, 3, 4))
+    for k in (0, 1, -2):
+        case("tril", f"k{k}", lambda a, k=k: F.tril(a, k), lambda a, k=k: torch.tril(a, k),
+             rn(2, 4, 5))
+        case("triu", f"k{k}", lambda a, k=k: F.triu(a, k), lambda a, k=k: torch.triu(a, k),
+             rn(2, 4, 5))
+    for src, dst in [(0, -1), ((0, 1), (2, 0))]:
+        case("moveaxis", f"{src}-{dst}", lambda a, s=src, d=dst: F.moveaxis(a, s, d),
+             lambda a, s=src, d=dst: torch.moveaxis(a, s, d), rn(2, 3, 4))
+    for offset, a1, a2 in [(0, 0, 1), (1, 2, 0), (-1, -1, 1)]:
+        case("diagonal", f"{offset}-{a1},{a2}",
+             lambda a, o=offset, x=a1, y=a2: F.diagonal(a, o, x, y),
+             lambda a, o=offset, x=a1, y=a2: torch.diagonal(a, o, x, y), rn(3, 4, 5))
+        case("trace", f"{offset}-{a1},{a2}", lambda a, o=offset, x=a1, y=a2: F.trace(a, o, x, y),
+             lambda a, o=offset, x=a1, y=a2: torch.diagonal(a, o, x, y).sum(-1), rn(3, 4, 5))
+    case("trace", "2d", F.trace, torch.trace, rn(4, 3))

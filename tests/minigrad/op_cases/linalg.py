@@ -7,7 +7,7 @@ import scipy.special as sp
 import minigrad as mg
 from minigrad import F
 
-from .base import _rng, _sid, add_case, away, pos, rn, separated  # noqa: F401
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
 
 # ---- matmul ---------------------------------------------------------------------------------
@@ -25,3 +25,27 @@ for sx in [(4,), (3, 4), (2, 3, 4), (2, 1, 3, 4)]:
     add_case("linear", _sid(sx), lambda x, w: F.linear(x, w), np.matmul, rn(sx), rn((4, 5)))
 add_case("linear", "strided-x", lambda x, w, b: F.linear(x.transpose(1, 0, 2), w, b),
          lambda x, w, b: x.transpose(1, 0, 2) @ w + b, rn((3, 2, 4)), rn((4, 5)), rn((5,)))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: matmul and linear."""
+    rng = np.random.default_rng(9904)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    for sa, sb in [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((2, 3, 4), (4,)),
+                   ((4,), (2, 4, 3)),
+                   ((3, 4), (4, 2)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
+                   ((2, 1, 3, 4), (5, 4, 2))]:
+        case("matmul", "x".join(map(str, sa)) + "@" + "x".join(map(str, sb)), F.matmul,
+             torch.matmul,
+             rn(*sa), rn(*sb))
+
+    for sx in [(4,), (3, 4), (2, 3, 4)]:  # minigrad's weight is (in, out); torch's is (out, in)
+        case("linear", "x".join(map(str, sx)), F.linear,
+             lambda x, w, b: torch.nn.functional.linear(x, w.T, b), rn(*sx), rn(4, 5), rn(5))

@@ -8,7 +8,7 @@ import scipy.special as sp
 
 from minigrad import F
 
-from .base import _sid, add_case
+from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1403)  # this family's own inputs (see base.py)
 
@@ -56,3 +56,31 @@ add_case("logcumsumexp", "large", lambda a: F.logcumsumexp(a, axis=-1),
          lambda a: _logcumsumexp(a, -1),
          np.array([[800.0, 801.0, 799.5, -800.0], [-750.0, -751.0, -749.0, -760.0]]),
          gc=dict(atol=1e-6))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: cumsum, cumprod (with zeros), logcumsumexp (large too)."""
+    rng = np.random.default_rng(14053)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    _zeros = rn(4, 5)
+    _zeros[0, 2] = 0.0
+    _zeros[1, 0] = 0.0
+    _zeros[2, 1] = _zeros[2, 3] = 0.0
+
+    for axis in (0, 1, -1):
+        case("cumsum", f"axis={axis}", lambda a, ax=axis: F.cumsum(a, ax),
+             lambda a, ax=axis: torch.cumsum(a, ax), rn(3, 4))
+        case("cumprod", f"zeros-axis={axis}", lambda a, ax=axis: F.cumprod(a, ax),
+             lambda a, ax=axis: torch.cumprod(a, ax), _zeros)
+        case("logcumsumexp", f"axis={axis}", lambda a, ax=axis: F.logcumsumexp(a, ax),
+             lambda a, ax=axis: torch.logcumsumexp(a, ax), 3 * rn(3, 4))
+    case("cumsum", "axis=None", F.cumsum, lambda a: torch.cumsum(a.reshape(-1), 0), rn(3, 4))
+    case("logcumsumexp", "large", lambda a: F.logcumsumexp(a, -1),
+         lambda a: torch.logcumsumexp(a, -1), np.array([[800.0, 801.0, 799.5, -800.0]]))

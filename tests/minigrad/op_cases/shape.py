@@ -7,7 +7,7 @@ import scipy.special as sp
 import minigrad as mg
 from minigrad import F
 
-from .base import _rng, _sid, add_case, away, pos, rn, separated  # noqa: F401
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
 
 # ---- shape ops ------------------------------------------------------------------------------
@@ -85,3 +85,55 @@ for how, axis in [(2, 0), (3, 1), (2, -1), ([1, 3], 2), ([2], -2)]:
         return np.concatenate([p.reshape(-1) * (i + 1) for i, p in enumerate(pieces)])
 
     add_case("split", f"{how}-axis={axis}", fn, ref, rn((2, 3, 4)))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: the shape ops and getitem."""
+    rng = np.random.default_rng(9903)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _ti(a):  # an index / label array as a torch tensor
+        return torch.as_tensor(a)
+
+    case("reshape", "2d", lambda a: F.reshape(a, (6, 4)), lambda a: a.reshape(6, 4), rn(2, 3, 4))
+    case("transpose", "none", F.transpose, lambda a: a.permute(2, 1, 0), rn(2, 3, 4))
+    case("transpose", "axes", lambda a: F.transpose(a, (1, 2, 0)), lambda a: a.permute(1, 2, 0),
+         rn(2, 3, 4))
+    case("permute", "varargs", lambda a: F.permute(a, 2, 0, 1), lambda a: a.permute(2, 0, 1),
+         rn(2, 3, 4))
+    case("swapaxes", "0,-1", lambda a: F.swapaxes(a, 0, -1), lambda a: torch.swapaxes(a, 0, -1),
+         rn(2, 3, 4))
+    case("expand_dims", "1", lambda a: F.expand_dims(a, 1), lambda a: a.unsqueeze(1), rn(3, 4))
+    case("squeeze", "all", F.squeeze, torch.squeeze, rn(1, 3, 1, 4))
+    case("squeeze", "dims", lambda a: F.squeeze(a, (0, 2)), lambda a: a.squeeze((0, 2)),
+         rn(1, 3, 1, 4))
+    case("broadcast_to", "3d", lambda a: F.broadcast_to(a, (2, 3, 4)),
+         lambda a: torch.broadcast_to(a, (2, 3, 4)), rn(3, 1))
+    _rep = np.array([0, 2, 2, 0, 0])
+    _mask = rng.random((3, 4)) > 0.4
+    for label, idx in [("slices", (slice(1, None), slice(None, None, 2))), ("int-none", (None, 1)),
+                       ("ellipsis", (Ellipsis, 1)), ("repeats", _rep), ("mask", _mask),
+                       ("pairs", (_rep[:3], np.array([3, 3, 1]))),
+                       ("slice-array", (slice(None), _rep))]:
+        tidx = tuple(_ti(i) if isinstance(i, np.ndarray) else i for i in idx) \
+            if isinstance(idx, tuple) else _ti(idx)
+        case("getitem", label, lambda a, i=idx: a[i], lambda a, i=tidx: a[i], rn(3, 4))
+    case("getitem", "tensor-index", lambda a: a[mg.Tensor(_rep)], lambda a: a[_ti(_rep)], rn(3, 4))
+    for ax in (0, -1):
+        case("concatenate", f"axis={ax}", lambda a, b, ax=ax: F.concatenate([a, b], axis=ax),
+             lambda a, b, ax=ax: torch.cat([a, b], dim=ax), rn(2, 3), rn(2, 3))
+        case("stack", f"axis={ax}", lambda a, b, ax=ax: F.stack([a, b], axis=ax),
+             lambda a, b, ax=ax: torch.stack([a, b], dim=ax), rn(2, 3), rn(2, 3))
+    for how, ax in [(3, 1), ([1, 3], -1)]:
+        case("split", f"{how}-axis={ax}",
+             lambda a, h=how, ax=ax: F.concatenate([p.reshape(-1) * (i + 1.0) for i, p in
+                                                    enumerate(F.split(a, h, axis=ax))]),
+             lambda a, h=how, ax=ax: torch.cat([p.reshape(-1) * (i + 1.0) for i, p in
+                                                enumerate(torch.tensor_split(a, h, dim=ax))]),
+             rn(2, 3, 4))

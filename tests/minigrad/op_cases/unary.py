@@ -9,7 +9,7 @@ import numpy as np
 
 from minigrad import F
 
-from .base import _sid, add_case
+from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1402)  # this family's own inputs (see base.py)
 
@@ -97,3 +97,47 @@ add_case("logaddexp", "large", F.logaddexp,
          lambda x, y: np.maximum(x, y) + np.log1p(np.exp(-np.abs(x - y))),
          np.array([700.0, -700.0, 50.0, 3.0]), np.array([699.0, -702.0, 50.0, -40.0]),
          gc=dict(atol=1e-6))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: arcsin -> torch.asin (and the other arc- functions),
+    arctan2 -> atan2, mod -> remainder (both take the divisor's sign); sign/floor on their
+    jumps."""
+    rng = np.random.default_rng(14054)
+
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def uni(lo, hi, *shape):
+        return np.asarray(rng.uniform(lo, hi, shape))
+
+    _names = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+              "arctanh": "atanh"}
+    _domain = {"arcsin": (-0.9, 0.9), "arccos": (-0.9, 0.9), "arctanh": (-0.9, 0.9),
+               "log1p": (-0.5, 2.0), "log2": (0.3, 4.0), "log10": (0.3, 4.0), "rsqrt": (0.3, 3.0),
+               "reciprocal": (0.4, 2.0), "tan": (-1.2, 1.2)}
+    for name in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+                 "arctanh", "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal",
+                 "rsqrt"):
+        lo, hi = _domain.get(name, (-2.0, 2.0))
+        tf = getattr(torch, _names.get(name, name))
+        case(name, "3x4", getattr(F, name), tf, uni(lo, hi, 3, 4))
+        case(name, "0d", getattr(F, name), tf, uni(lo, hi))
+    _jumps = np.array([-2.0, -1.5, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5, 2.5, 0.3, -0.7])  # on the jumps
+    for name in ("sign", "floor", "ceil", "round", "trunc"):
+        case(name, "at-jumps", getattr(F, name), getattr(torch, name), _jumps)
+        case(name, "3x4", getattr(F, name), getattr(torch, name), 3 * rn(3, 4))
+    case("round", "decimals=1", lambda a: F.round(a, 1), lambda a: torch.round(a, decimals=1),
+         3 * rn(3, 4))
+    for name, tname in [("arctan2", "atan2"), ("hypot", "hypot"), ("logaddexp", "logaddexp")]:
+        case(name, "bcast", getattr(F, name), getattr(torch, tname), rn(3, 1, 4), rn(5, 4))
+        case(name, "0d", getattr(F, name), getattr(torch, tname), rn(), rn(2, 3))
+    case("arctan2", "origin", F.arctan2, torch.atan2, np.array([0.0, 1.0]), np.array([0.0, -1.0]))
+    _b = np.where(rng.random(4) < 0.5, -1.0, 1.0) * uni(0.5, 2.0, 4)
+    case("mod", "bcast", F.mod, torch.remainder, _b * (rng.choice([-3.0, 1.0, 2.0], (3, 4))
+                                                      + uni(0.1, 0.9, 3, 4)), _b)
+    case("mod", "0d", F.mod, torch.remainder, np.asarray(2.7), np.array([[1.1, -0.8], [2.0, -1.3]]))

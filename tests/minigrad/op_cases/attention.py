@@ -8,7 +8,7 @@ import numpy as np
 
 from minigrad import F
 
-from .base import add_case
+from .base import add_case, torch_table
 
 _rng = np.random.default_rng(3232)
 
@@ -77,3 +77,28 @@ for L, S in [(4, 4), (3, 5), (5, 2)]:
              lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
              lambda q, k, v: np_sdpa(q, k, v, is_causal=True),
              rn((2, L, 3)), rn((2, S, 3)), rn((2, S, 4)))
+
+
+# ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
+@torch_table
+def _torch_references(torch, add):
+    """Against PyTorch autograd: no mask, a bool mask, causal; every mask kind, fully masked
+    rows and float32 are in ops/test_attention.py."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(3235)
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    keep = rng.random((3, 5)) > 0.4
+    keep[:, 0] = True  # every query reads a key
+    sdpa, t_sdpa = F.scaled_dot_product_attention, TF.scaled_dot_product_attention
+    add("scaled_dot_product_attention", "plain-L3-S5", sdpa, t_sdpa,
+        rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2))
+    add("scaled_dot_product_attention", "bool-mask", lambda q, k, v: sdpa(q, k, v, keep),
+        lambda q, k, v: t_sdpa(q, k, v, attn_mask=torch.as_tensor(keep)),
+        rn(2, 2, 3, 4), rn(2, 2, 5, 4), rn(2, 2, 5, 3))
+    add("scaled_dot_product_attention", "causal-scale",
+        lambda q, k, v: sdpa(q, k, v, is_causal=True, scale=0.4),
+        lambda q, k, v: t_sdpa(q, k, v, is_causal=True, scale=0.4),
+        rn(2, 4, 3), rn(2, 4, 3), rn(2, 4, 2))

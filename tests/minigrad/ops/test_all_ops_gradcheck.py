@@ -6,6 +6,8 @@ rank combination. The exact tie rules are checked here with hand-derived expecte
 """
 from __future__ import annotations
 
+import pkgutil
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,8 @@ import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
 
-from op_cases import OP_CASES  # noqa: E402  (the case table: one module per op family)
+import op_cases  # the case table: one module per op family
+from op_cases import OP_CASES
 
 
 def _tensors(case, dtype=np.float64):
@@ -28,6 +31,13 @@ def test_every_public_op_has_gradcheck_cases():
     for name in PUBLIC_OPS:
         assert callable(getattr(F, name)), name
         assert len(OP_CASES[name]) >= 2, f"{name}: expected several shapes/variants"
+
+
+def test_every_case_module_is_named_after_an_op_family():
+    """op_cases/<family>.py for minigrad/ops/<family>.py: an op's cases are one hop away."""
+    families = {m.name for m in pkgutil.iter_modules(mg.ops.__path__)}
+    modules = {m.name for m in pkgutil.iter_modules(op_cases.__path__)}
+    assert modules - set(op_cases.NOT_FAMILIES) <= families, sorted(modules - families)
 
 
 def test_value_matches_numpy_reference(mg_op_case):

@@ -1,9 +1,11 @@
-"""Activations and losses where finite differences cannot look: exactly at the kinks (the
-gradient there is a convention: torch's, derived by hand below), at large inputs in float32,
-with every target ignored, and with bad arguments (an error naming the argument).
+"""The losses of ops/losses.py where finite differences cannot look: exactly at the kinks
+(the gradient there is a convention: torch's, derived by hand below), at large inputs in
+float32, with every target ignored, and with bad arguments (an error naming the argument).
+Against PyTorch for every reduction, weight and ignore_index: op_cases/losses.py
+(ops/test_all_ops_torch.py).
 
-Also the per-op catalogs that the shared suites keep for every public op (0-d results,
-bool input, the wrong kind of array), for the ops of ops/activations.py and ops/losses.py.
+Also, for the ops of ops/activations.py and ops/losses.py, the stricter forms of the shared
+per-op catalogs (0-d results, bool input computed in float64, the wrong kind of array).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import F
+from op_cases.catalogs import bool_catalog, slot_catalog, slot_values, zero_d_catalog
 
 F32, F64 = np.float32, np.float64
 
@@ -27,26 +30,6 @@ def grad_of(fn, x, dtype=F64, cot=None):
 
 # ---- kinks: the gradient exactly there ------------------------------------------------------
 
-def test_activation_kinks_follow_torch():
-    x = np.array([-1.0, 0.0, 1.0])
-    assert grad_of(lambda t: F.leaky_relu(t, 0.2), x)[1].tolist() == [0.2, 0.2, 1.0]
-    assert grad_of(lambda t: F.elu(t, 0.5), x)[1].tolist() == [0.5 * math.exp(-1), 0.5, 1.0]
-    lam, alpha = 1.0507009873554805, 1.6732632423543772
-    np.testing.assert_allclose(grad_of(F.selu, x)[1], [lam * alpha / math.e, lam * alpha, lam],
-                               rtol=4 * np.finfo(F64).eps)
-    # hardtanh: 0 AT its bounds (torch), where clip passes the gradient
-    b = np.array([-1.0, -0.999, 0.999, 1.0, 1.5])
-    assert grad_of(F.hardtanh, b)[1].tolist() == [0, 1, 1, 0, 0]
-    assert grad_of(lambda t: F.hardtanh(t, 0.0, 0.0), [0.0, 1.0])[1].tolist() == [0, 0]
-
-
-def test_softplus_switches_to_x_strictly_above_the_threshold():
-    # beta x = threshold exactly: still log(1 + e^(beta x)) / beta, slope sigma(threshold)
-    y, g = grad_of(lambda t: F.softplus(t, beta=2.0, threshold=3.0), [1.5, np.nextafter(1.5, 2)])
-    assert y[0] == math.log1p(math.exp(3.0)) / 2 and y[1] == np.nextafter(1.5, 2)
-    assert g[0] == 1 / (1 + math.exp(-3.0)) and g[1] == 1.0
-
-
 def test_elementwise_loss_kinks():
     # l1 at d = 0: sign(0) = 0; smooth_l1 at d = 0: 0, at |d| = beta: ±1 (both sides agree)
     a, b = np.array([0.0, 2.0, -0.5, 0.5]), np.array([0.0, 1.5, 0.0, 0.0])
@@ -59,19 +42,6 @@ def test_elementwise_loss_kinks():
 
 
 # ---- large inputs, float32 ------------------------------------------------------------------
-
-def test_softplus_and_log_sigmoid_at_large_inputs_in_float32():
-    with np.errstate(over="raise", invalid="raise", divide="raise"):
-        y, g = grad_of(F.softplus, [30.0, -30.0, 0.0], F32)
-        assert y.dtype == F32 and g.dtype == F32
-        assert y[0] == 30.0 and g[0] == 1.0  # linear above the threshold
-        np.testing.assert_allclose(y[1:], [math.exp(-30.0), math.log(2.0)], rtol=2 * 2 ** -23)
-        np.testing.assert_allclose(g[1], math.exp(-30.0), rtol=4 * 2 ** -23)
-        y, g = grad_of(F.log_sigmoid, [-100.0, 100.0], F32)
-        assert y[0] == -100.0 and g[0] == 1.0
-        assert -1e-40 < y[1] <= 0 and 0 <= g[1] < 1e-40  # -e^-100 and e^-100: below float32's tiny
-        y, g = grad_of(F.silu, [-100.0, 100.0], F32)
-        assert np.all(np.isfinite(y)) and g.tolist() == [0.0, 1.0]
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
@@ -92,14 +62,6 @@ def test_bce_with_logits_at_plus_minus_100(dtype):
     np.testing.assert_allclose(ty.grad, [-100.0, 100.0, -100.0, 100.0],
                                rtol=4 * np.finfo(dtype).eps)
     assert loss.dtype == dtype and t.grad.dtype == dtype
-
-
-def test_gelu_exact_in_the_far_tail_is_not_zero():
-    """x Φ(x) for x = -10 is -7.6e-23; 1 + erf(x/√2) would round to 0 there."""
-    y, g = grad_of(F.gelu, [-10.0])
-    expected = -10 * 0.5 * math.erfc(10 / math.sqrt(2))
-    np.testing.assert_allclose(y, [expected], rtol=1e-13)
-    assert g[0] != 0 and np.isfinite(g[0])
 
 
 # ---- every target ignored: nan loss, zero gradient (torch) ----------------------------------
@@ -203,29 +165,17 @@ def test_weights_that_require_grad_are_refused_not_dropped(call, op, param):
     call(w.detach())  # as a constant it is fine
 
 
-# ---- the shared per-op catalogs, for these ops ------------------------------------------------
+# ---- the shared per-op catalogs (op_cases/catalogs.py), checked more strictly for these ops ----
 ACT = ("softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
        "softmin")
 LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
           "nll_loss")
 
 
-def _zero_d(name):
-    """A call with 0-d Tensors a, b giving a 0-d result (as in test_zero_d.py)."""
-    v = np.array([0.5, -1.0, 2.0])
-    if name in ACT:
-        return [lambda a, b: getattr(F, name)(a)] + (
-            [lambda a, b: F.softmin(v * a)[0]] if name == "softmin" else [])
-    if name == "nll_loss":
-        return [lambda a, b: F.nll_loss(v * a, 1), lambda a, b: F.nll_loss(v * a, np.array(1),
-                                                                         reduction="none")]
-    return [lambda a, b: getattr(F, name)(a, b), lambda a, b: getattr(F, name)(v * a, v * b)]
-
-
 @pytest.mark.parametrize("name", ACT + LOSSES)
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_0d_results_hold_an_ndarray_and_0d_leaves_get_ndarray_grads(name, dtype):
-    for fn in _zero_d(name):
+    for fn in zero_d_catalog()[name]:
         a = mg.Tensor(np.array(0.75, dtype), requires_grad=True)
         b = mg.Tensor(np.array(1.5, dtype), requires_grad=True)
         out = fn(a, b)
@@ -236,33 +186,11 @@ def test_0d_results_hold_an_ndarray_and_0d_leaves_get_ndarray_grads(name, dtype)
                                       and t.grad.dtype == dtype), name
 
 
-MASK = np.array([[True, False, True], [False, True, False]])
-
-
-def _bool_call(name):
-    b = mg.Tensor(MASK)
-    if name in ACT:
-        return lambda: getattr(F, name)(b)
-    if name == "nll_loss":
-        return lambda: F.nll_loss(b, np.array([0, 1]))
-    return lambda: getattr(F, name)(b, b)
-
-
 @pytest.mark.parametrize("name", ACT + LOSSES)
 def test_bool_input_is_computed_in_float64(name):
-    out = _bool_call(name)()
+    out = bool_catalog()[name]()
     assert isinstance(out, mg.Tensor) and type(out.data) is np.ndarray
     assert out.dtype == F64
-
-
-def _slot(name):
-    """A call with ``v`` (shape (2, 3)) in the place of the op's main array argument."""
-    T = mg.Tensor(np.full((2, 3), 0.25), requires_grad=True)
-    if name in ACT:
-        return getattr(F, name)
-    if name == "nll_loss":
-        return lambda v: F.nll_loss(v, np.array([0, 2]))
-    return lambda v: getattr(F, name)(v, T)
 
 
 @pytest.mark.parametrize("kind,make,word", [
@@ -272,10 +200,10 @@ def _slot(name):
 ])
 @pytest.mark.parametrize("name", ACT + LOSSES)
 def test_the_wrong_kind_of_array_is_a_type_error_naming_the_op(name, kind, make, word):
-    values = np.arange(1.0, 7.0).reshape(2, 3) / 7
-    bad = make(values)
+    call = slot_catalog(mg.Tensor(np.full((2, 3), 0.25), requires_grad=True))[name]
+    values = slot_values(name)
     with pytest.raises(TypeError, match=word) as e:
-        _slot(name)(bad)
+        call(make(values))
     assert str(e.value).startswith(name)
-    got = _slot(name)(values.tolist())  # a nested list is the array it spells
-    np.testing.assert_array_equal(got.data, _slot(name)(values).data)
+    got = call(values.tolist())  # a nested list is the array it spells
+    np.testing.assert_array_equal(got.data, call(values).data)

@@ -224,7 +224,7 @@ def test_cnn_step_benchmark_runs():
     import os
     import subprocess
     import sys
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "cnn_step.py"),
                            "--quick", "--configs", "A"], capture_output=True, text=True,
                           timeout=600, cwd=root)

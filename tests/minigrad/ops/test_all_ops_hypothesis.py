@@ -1,35 +1,127 @@
-"""Property tests (hypothesis) for what tests/minigrad/test_ops_hypothesis.py leaves out:
-reductions of one array over random axes (min, var with ddof, logsumexp too), random getitem
-indices (basic, integer arrays with repeats, boolean masks), random shapes and axes for the
-fused ops (layer_norm, softmax, log_softmax, cross_entropy), random permutations and splits;
-``vit_block`` against the independent reference over random shapes; and ``patchify`` /
-``unpatchify`` as a bijection, both ways, on arrays and on Tensors.
+"""Property tests (hypothesis) of the ops, all in this file: generated broadcastable shapes
+for the binary ops, where and matmul; reductions of one array over random axes (min, var
+with ddof, logsumexp too); random getitem indices (basic, integer arrays with repeats,
+boolean masks); random shapes and axes for the fused ops (layer_norm, softmax,
+log_softmax, cross_entropy); random permutations and splits. (The ViT's properties are in
+tests/vit/test_vit_properties.py.)
 
-Values come from NumPy's generator seeded by hypothesis, pushed away from kinks and ties so
-the finite differences of gradcheck mean something."""
+Hypothesis draws the shapes (``mutually_broadcastable_shapes``, with matmul's gufunc
+signature for compatible core dims and broadcast batch dims) and a seed; the values come
+from NumPy's generator with that seed, shaped so no input sits on a kink (no ties for
+maximum/minimum, positive bases for pow, denominators away from 0). Values are checked
+against NumPy, gradients with gradcheck.
+"""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
+import pytest
 import scipy.special as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import array_shapes, basic_indices
+from hypothesis.extra.numpy import array_shapes, basic_indices, mutually_broadcastable_shapes
 
 import minigrad as mg
 from minigrad import F
-from vit import patchify, unpatchify, vit_block
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vit"))
-import vit_reference as ref  # noqa: E402
-
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS_25 = settings(max_examples=25, deadline=None,
+                       suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**32 - 1)
 SHAPES = array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=4)
 
 
+def _normal(rng, shape):
+    return np.asarray(rng.standard_normal(shape))
+
+
+def _away_from_zero(rng, shape, gap=0.5):
+    x = _normal(rng, shape)
+    return np.where(x >= 0, 1.0, -1.0) * (np.abs(x) + gap)
+
+
+def _positive(rng, shape):
+    return np.asarray(rng.uniform(0.5, 2.0, shape))
+
+
+BINARY = {
+    "add": (F.add, np.add, _normal),
+    "sub": (F.sub, np.subtract, _normal),
+    "mul": (F.mul, np.multiply, _normal),
+    "div": (F.div, np.divide, _normal),
+    "maximum": (F.maximum, np.maximum, _normal),
+    "minimum": (F.minimum, np.minimum, _normal),
+    "pow": (F.pow, np.power, _positive),
+}
+
+
+def _check(fn, ref, arrays):
+    out = fn(*[mg.Tensor(a) if a.dtype.kind == "f" else a for a in arrays])
+    expected = ref(*arrays)
+    assert out.shape == np.shape(expected)
+    np.testing.assert_allclose(out.data, expected, rtol=1e-12, atol=1e-12)
+    rep = mg.gradcheck(fn, [a.copy() for a in arrays], atol=1e-6, rtol=1e-5)
+    for r in rep.inputs:  # every gradient came back in its input's shape
+        assert r.shape == arrays[r.index].shape
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=3),
+       seed=SEEDS)
+def test_binary_op_broadcasting(name, shapes, seed):
+    fn, ref, first = BINARY[name]
+    rng = np.random.default_rng(seed)
+    sa, sb = shapes.input_shapes
+    a = first(rng, sa)
+    b = _away_from_zero(rng, sb) if name == "div" else _normal(rng, sb)
+    if name in ("maximum", "minimum"):  # no ties within the finite-difference step
+        assume(np.all(np.abs(np.subtract(a, b)) > 1e-3))
+    assert np.broadcast_shapes(sa, sb) == shapes.result_shape
+    _check(fn, ref, [a, b])
+
+
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=3),
+       seed=SEEDS)
+def test_where_broadcasting(shapes, seed):
+    rng = np.random.default_rng(seed)
+    sc, sa, sb = shapes.input_shapes
+    cond = np.asarray(rng.random(sc) > 0.5)
+    _check(F.where, np.where, [cond, _normal(rng, sa), _normal(rng, sb)])
+
+
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=3,
+                                            max_side=4),
+       seed=SEEDS)
+def test_matmul_shapes(shapes, seed):
+    rng = np.random.default_rng(seed)
+    sa, sb = shapes.input_shapes
+    a, b = _normal(rng, sa), _normal(rng, sb)
+    assert np.matmul(a, b).shape == shapes.result_shape
+    _check(F.matmul, np.matmul, [a, b])
+
+
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3, max_side=3),
+       data=st.data(), seed=SEEDS)
+def test_reductions_of_broadcast_products(shapes, data, seed):
+    """A reduction over any axes of a broadcast product: two ops' VJPs and unbroadcast together."""
+    rng = np.random.default_rng(seed)
+    sa, sb = shapes.input_shapes
+    nd = len(shapes.result_shape)
+    axes = data.draw(st.lists(st.integers(-nd, nd - 1), max_size=nd,
+                              unique_by=lambda i: i % nd).map(tuple) | st.none())
+    keepdims = data.draw(st.booleans())
+    name = data.draw(st.sampled_from(["sum", "mean", "max", "var"]))
+    a, b = _normal(rng, sa), _normal(rng, sb)
+    red, npred = getattr(F, name), getattr(np, name)
+    _check(lambda x, y: red(x * y, axis=axes, keepdims=keepdims),
+           lambda x, y: npred(x * y, axis=axes, keepdims=keepdims), [a, b])
+
+
+# ---- one array: random axes, indices, permutations and splits ----------------------------------
 def distinct(rng, shape, gap=1e-3):
     """Normal values with no two within ``gap`` of each other (no ties for max/min)."""
     n = int(np.prod(shape))
@@ -44,6 +136,14 @@ def check(fn, ref_fn, inputs, rtol=1e-10, atol=1e-12, **gc):
     mg.gradcheck(fn, [a.copy() for a in inputs], **gc)
 
 
+def np_layer_norm(x, gain=None, bias=None, *, eps):
+    """(x - mean) / sqrt(var + eps) over the last axis, then * gain + bias (in NumPy)."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    out = centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps)
+    out = out if gain is None else out * gain
+    return out if bias is None else out + bias
+
+
 def axes_of(data, ndim):
     """None, one axis or a tuple of distinct axes (negative ones too)."""
     one = st.integers(-ndim, ndim - 1)
@@ -52,7 +152,7 @@ def axes_of(data, ndim):
 
 
 # ---- reductions ------------------------------------------------------------------------------
-@SETTINGS
+@SETTINGS_25
 @given(shape=SHAPES, data=st.data(), seed=SEEDS)
 def test_reduction_over_random_axes(shape, data, seed):
     rng = np.random.default_rng(seed)
@@ -88,7 +188,7 @@ def check_getitem(x, index, rng):
         mg.gradcheck(lambda a: a[index], [x.copy()])
 
 
-@SETTINGS
+@SETTINGS_25
 @given(shape=SHAPES, data=st.data(), seed=SEEDS)
 def test_getitem_basic_indices(shape, data, seed):
     index = data.draw(basic_indices(shape, allow_newaxis=True, allow_ellipsis=True))
@@ -96,7 +196,7 @@ def test_getitem_basic_indices(shape, data, seed):
                   np.random.default_rng(seed + 1))
 
 
-@SETTINGS
+@SETTINGS_25
 @given(shape=SHAPES, data=st.data(), seed=SEEDS)
 def test_getitem_integer_arrays_with_repeats(shape, data, seed):
     rng = np.random.default_rng(seed)
@@ -108,7 +208,7 @@ def test_getitem_integer_arrays_with_repeats(shape, data, seed):
     check_getitem(rng.standard_normal(shape), index, rng)
 
 
-@SETTINGS
+@SETTINGS_25
 @given(shape=SHAPES, data=st.data(), seed=SEEDS)
 def test_getitem_boolean_masks(shape, data, seed):
     rng = np.random.default_rng(seed)
@@ -119,7 +219,7 @@ def test_getitem_boolean_masks(shape, data, seed):
 
 
 # ---- fused nn ops -----------------------------------------------------------------------------
-@SETTINGS
+@SETTINGS_25
 @given(shape=array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5).filter(
     lambda s: s[-1] >= 2), data=st.data(), seed=SEEDS)
 def test_layer_norm_random_shapes(shape, data, seed):
@@ -132,10 +232,10 @@ def test_layer_norm_random_shapes(shape, data, seed):
         if data.draw(st.booleans()):
             inputs.append(rng.standard_normal(D))
     fn = lambda *a: F.layer_norm(*a, eps=eps)  # noqa: E731
-    check(fn, lambda *a: ref.layer_norm(*a, eps=eps), inputs, rtol=1e-9, atol=1e-10)
+    check(fn, lambda *a: np_layer_norm(*a, eps=eps), inputs, rtol=1e-9, atol=1e-10)
 
 
-@SETTINGS
+@SETTINGS_25
 @given(shape=SHAPES, data=st.data(), seed=SEEDS)
 def test_softmax_and_log_softmax_random_shapes_and_axes(shape, data, seed):
     rng = np.random.default_rng(seed)
@@ -146,7 +246,7 @@ def test_softmax_and_log_softmax_random_shapes_and_axes(shape, data, seed):
     check(lambda a: F.log_softmax(a, axis=axis), lambda a: sp.log_softmax(a, axis=axis), [x])
 
 
-@SETTINGS
+@SETTINGS_25
 @given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4).filter(
     lambda s: s[-1] >= 2), data=st.data(), seed=SEEDS)
 def test_cross_entropy_random_shapes(shape, data, seed):
@@ -170,7 +270,7 @@ def test_cross_entropy_random_shapes(shape, data, seed):
 
 
 # ---- shape ops ---------------------------------------------------------------------------------
-@SETTINGS
+@SETTINGS_25
 @given(shape=SHAPES, data=st.data(), seed=SEEDS)
 def test_transpose_random_permutation_and_split(shape, data, seed):
     rng = np.random.default_rng(seed)
@@ -191,58 +291,3 @@ def test_transpose_random_permutation_and_split(shape, data, seed):
     check(fn, reference, [x])
 
 
-# ---- vit_block against the reference ---------------------------------------------------------
-@SETTINGS
-@given(n=st.integers(1, 3), t=st.integers(1, 5), heads=st.integers(1, 3), d=st.integers(1, 3),
-       f=st.integers(1, 6), scale=st.sampled_from([0.5, 1.0, 3.0]), seed=SEEDS)
-def test_vit_block_equals_the_reference(n, t, heads, d, f, scale, seed):
-    rng = np.random.default_rng(seed)
-    D = heads * d
-    assume(D >= 2)  # a single feature normalizes to 0: a degenerate LayerNorm
-    x = scale * rng.standard_normal((n, t, D))
-    weights = ref.block_weights(rng, D, f)
-    want = ref.vit_block(x, *weights, heads)
-    got = vit_block(x, *weights, heads)
-    assert got.dtype == np.float64 and got.shape == (n, t, D)
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
-    got32 = vit_block(x.astype(np.float32), *[w.astype(np.float32) for w in weights], heads)
-    assert got32.dtype == np.float32
-    np.testing.assert_allclose(got32, want, rtol=2e-3, atol=2e-3 * scale)
-
-
-# ---- patchify / unpatchify --------------------------------------------------------------------
-PATCH = dict(b=st.integers(1, 3), c=st.integers(1, 3), p=st.integers(1, 4), gh=st.integers(1, 3),
-             gw=st.integers(1, 3), seed=SEEDS)
-
-
-@SETTINGS
-@given(**PATCH)
-def test_unpatchify_inverts_patchify(b, c, p, gh, gw, seed):
-    x = np.random.default_rng(seed).standard_normal((b, c, gh * p, gw * p))
-    tokens = patchify(x, p)
-    np.testing.assert_array_equal(tokens, ref.patchify_loop(x, p))
-    back = unpatchify(tokens, p, c, (gh * p, gw * p))
-    assert back.shape == x.shape and np.array_equal(back, x)
-
-
-@SETTINGS
-@given(**PATCH)
-def test_patchify_inverts_unpatchify(b, c, p, gh, gw, seed):
-    tokens = np.random.default_rng(seed).standard_normal((b, gh * gw, p * p * c))
-    images = unpatchify(tokens, p, c, (gh * p, gw * p))
-    assert images.shape == (b, c, gh * p, gw * p)
-    assert np.array_equal(patchify(images, p), tokens)
-    assert len(np.unique(images)) == tokens.size  # every value lands somewhere, once
-
-
-@SETTINGS
-@given(**PATCH)
-def test_the_round_trip_on_tensors_passes_gradients_through_unchanged(b, c, p, gh, gw, seed):
-    rng = np.random.default_rng(seed)
-    x = mg.Tensor(rng.standard_normal((b, c, gh * p, gw * p)), requires_grad=True)
-    tokens = patchify(x, p)
-    back = unpatchify(tokens, p, c, (gh * p, gw * p))
-    assert isinstance(back, mg.Tensor) and np.array_equal(back.data, x.data)
-    g = rng.standard_normal(x.shape)
-    back.backward(g)
-    np.testing.assert_array_equal(x.grad, g)  # the composition is the identity

@@ -3,7 +3,7 @@
 The engine used to skip such an input without a word: its ``.grad`` stayed None, as if it
 did not affect the result. Now ``record`` raises a TypeError naming the op and the
 parameter (one rule for every op, built-in or custom); clip differentiates its bounds
-(test_clip_bound_gradients.py) and cross_entropy its soft targets.
+(ops/test_elementwise.py) and cross_entropy its soft targets.
 """
 from __future__ import annotations
 

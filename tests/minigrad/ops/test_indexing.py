@@ -165,3 +165,14 @@ def test_one_hot_values_dtype_and_no_graph():
 def test_one_hot_refuses_bad_labels(labels, kw, error, match):
     with pytest.raises(error, match=match):
         F.one_hot(labels, **kw)
+
+
+@pytest.mark.parametrize("labels,num_classes", [(np.array([0, 3, 1, 3]), -1),
+                                                (np.array([[2, 0], [1, 1]]), 5),
+                                                (np.array(2), 3)])
+def test_one_hot_matches_torch(labels, num_classes):
+    torch = pytest.importorskip("torch")
+    got = F.one_hot(labels, num_classes)
+    want = torch.nn.functional.one_hot(torch.as_tensor(labels), num_classes).numpy()
+    assert got.dtype == want.dtype == np.int64 and not got.requires_grad
+    np.testing.assert_array_equal(got.data, want)

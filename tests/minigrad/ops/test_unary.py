@@ -96,3 +96,9 @@ def test_integers_follow_numpy_and_rsqrt_computes_in_float64():
     assert F.square(x).dtype == x.dtype and not F.square(x).requires_grad
     np.testing.assert_array_equal(F.rsqrt(x).data, [1.0, 0.5, 1 / 3])
     assert F.rsqrt(x).dtype == np.float64
+
+
+def test_sign_of_a_mask_is_refused_with_our_message():
+    mask = np.array([[True, False, True], [False, False, True]])
+    with pytest.raises(TypeError, match=r"^sign a: got a bool operand.*astype"):
+        F.sign(mg.Tensor(mask))

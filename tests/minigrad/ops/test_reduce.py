@@ -1,0 +1,181 @@
+"""The reductions' rules beyond the case table, derived by hand.
+
+prod and cumprod with 0, 1 and 2 zeros: exact gradients (docs/backward.md §21), and no
+division by zero on the way (errors raised, not warned). std, norm and the
+non-differentiable reductions (argmax, argmin, any, all): the rules at the points where the
+gradient needs a convention (docs/backward.md §23)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import F
+
+
+def _grad(fn, x, g, dtype=np.float64):
+    t = mg.Tensor(np.asarray(x, dtype), requires_grad=True)
+    with np.errstate(all="raise"):  # a division by zero (or 0/0) would raise here
+        out = fn(t)
+        out.backward(np.asarray(g, dtype))
+    return out, t.grad
+
+
+# ā_k = ḡ Π_{j != k} x_j
+PROD = [
+    ([2.0, 3.0, 4.0], [12.0, 8.0, 6.0]),  # no zero: the product of the others
+    ([2.0, 0.0, 4.0], [0.0, 8.0, 0.0]),  # one zero: the others' product at it, 0 elsewhere
+    ([0.0, 3.0, 0.0], [0.0, 0.0, 0.0]),  # two zeros: every product of others holds one
+    ([0.0], [1.0]),  # one element: the empty product
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("x, expected", PROD, ids=["no-zero", "one-zero", "two-zeros", "single"])
+def test_prod_gradient_with_zeros(x, expected, dtype):
+    out, g = _grad(F.prod, x, 1.5, dtype)
+    assert out.dtype == dtype and g.dtype == dtype
+    np.testing.assert_array_equal(g, 1.5 * np.array(expected, dtype))
+
+
+def test_prod_gradient_with_zeros_along_an_axis():
+    x = [[2.0, 0.0, 4.0], [1.0, 2.0, 3.0], [0.0, 5.0, 0.0]]
+    _, g = _grad(lambda t: F.prod(t, axis=1), x, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(g, [[0, 8, 0], [12, 6, 4], [0, 0, 0]])
+    _, g = _grad(lambda t: F.prod(t, axis=0, keepdims=True), np.transpose(x), [[1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(g, np.transpose([[0, 8, 0], [12, 6, 4], [0, 0, 0]]))
+    _, g = _grad(F.prod, [[1.0, 2.0], [0.0, 3.0]], 1.0)  # all axes, one zero
+    np.testing.assert_array_equal(g, [[0, 0], [6, 0]])
+
+
+# ā_k = Σ_{i >= k} ḡ_i Π_{j <= i, j != k} x_j
+CUMPROD = [
+    ([2.0, 3.0, 4.0], [1.0, 1.0, 1.0], [1 + 3 + 12, 2 + 8, 6]),
+    ([2.0, 0.0, 4.0], [1.0, 1.0, 1.0], [1, 2 + 8, 0]),
+    ([2.0, 0.0, 4.0, 5.0], [1.0, 2.0, 3.0, 4.0], [1, 2 * 2 + 3 * 8 + 4 * 40, 0, 0]),
+    ([0.0, 2.0, 3.0], [1.0, 1.0, 1.0], [1 + 2 + 6, 0, 0]),  # the zero first
+    ([0.0, 3.0, 0.0, 5.0], [1.0, 1.0, 1.0, 1.0], [1 + 3, 0, 0, 0]),  # two zeros
+    ([1.0, 2.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [1 + 2, 1, 2, 0]),  # two at the end
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("x, g, expected", CUMPROD,
+                         ids=["no-zero", "one-zero", "one-zero-weighted", "zero-first",
+                              "two-zeros", "two-zeros-last"])
+def test_cumprod_gradient_with_zeros(x, g, expected, dtype):
+    out, grad = _grad(lambda t: F.cumprod(t, axis=0), x, g, dtype)
+    np.testing.assert_array_equal(out.data, np.cumprod(np.asarray(x, dtype)))
+    assert grad.dtype == dtype
+    np.testing.assert_array_equal(grad, np.array(expected, dtype))
+
+
+def test_cumprod_lanes_with_different_zeros_along_axis_1_and_flattened():
+    rows = [r for r, _, _ in CUMPROD[:2]]  # two lanes of length 3, one with a zero
+    gs = [g for _, g, _ in CUMPROD[:2]]
+    _, grad = _grad(lambda t: F.cumprod(t, axis=1), rows, gs)
+    np.testing.assert_array_equal(grad, [e for _, _, e in CUMPROD[:2]])
+    _, grad = _grad(lambda t: F.cumprod(t, axis=0), np.transpose(rows), np.transpose(gs))
+    np.testing.assert_array_equal(grad, np.transpose([e for _, _, e in CUMPROD[:2]]))
+    # axis=None scans the flattened array: one lane [2, 0, 4, 5], shaped (2, 2)
+    x, g, expected = CUMPROD[2]
+    _, grad = _grad(F.cumprod, np.reshape(x, (2, 2)), g)
+    np.testing.assert_array_equal(grad, np.reshape(expected, (2, 2)))
+
+
+def test_prod_of_integers_is_not_differentiable_and_keeps_numpys_dtype():
+    out = F.prod(np.array([[1, 2], [3, 4]]), axis=0)
+    assert out.dtype == np.prod(np.array([[1, 2], [3, 4]]), axis=0).dtype
+    assert not out.requires_grad
+
+
+# ---- std, norm, argmax, argmin, any, all: the rules at the conventions (docs/backward.md §23) ---
+def _grad_at(fn, x, g=1.0):
+    t = mg.Tensor(np.asarray(x, float), requires_grad=True)
+    out = fn(t)
+    out.backward(np.broadcast_to(np.asarray(g, float), out.shape).copy())
+    return out, t.grad
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "any", "all"])
+def test_index_and_truth_reductions_return_arrays_not_tensors(name):
+    x = mg.Tensor(np.array([[1.0, 5.0, 5.0], [-2.0, 0.0, 7.0]]), requires_grad=True)
+    for kw in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}):
+        got = getattr(F, name)(x, **kw)
+        assert type(got) is np.ndarray, type(got)
+        np.testing.assert_array_equal(got, getattr(np, name)(x.data, **kw))
+    assert x.grad is None and x.is_leaf
+
+
+def test_argmax_ties_take_the_first_as_numpy():
+    assert F.argmax(np.array([1.0, 5.0, 5.0])) == 1
+    assert F.argmin(mg.Tensor(np.array([3.0, -1.0, -1.0]))) == 1
+
+
+def test_any_all_of_a_comparison():
+    x = mg.Tensor(np.array([0.5, 2.0, -1.0]), requires_grad=True)
+    assert F.any(x > 1.0).dtype == np.bool_ and bool(F.any(x > 1.0))
+    assert not bool(F.all(x > 0.0))
+
+
+def test_std_gradient_of_a_constant_slice_is_zero_not_nan():
+    """√var has no derivative at var = 0; 0 is a subgradient (std is a scaled norm of
+    x - mean), and it is what PyTorch gives."""
+    _, g = _grad_at(lambda t: F.std(t, axis=1), [[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]], [1.0, 1.0])
+    np.testing.assert_array_equal(g[1], [0.0, 0.0, 0.0])
+    # the first row: (x - μ) / (n σ), μ = 7/3, σ² = ((4/3)² + (1/3)² + (5/3)²) / 3 = 14/9
+    d = np.array([1.0, 2.0, 4.0]) - 7 / 3
+    np.testing.assert_allclose(g[0], d / (3 * np.sqrt(14 / 9)), rtol=1e-14)
+
+
+def test_std_is_the_square_root_of_var_with_ddof():
+    x = np.random.default_rng(7).standard_normal((4, 5))
+    for ddof in (0, 1, 2):
+        np.testing.assert_allclose(F.std(x, axis=0, ddof=ddof).data,
+                                   np.sqrt(np.var(x, axis=0, ddof=ddof)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("ord", [None, 2, 3, 1, 0.5, np.inf])
+def test_norm_gradient_at_zero_is_zero(ord):
+    """At x = 0 every vector norm has a subgradient 0 (the unit ball of the dual norm holds
+    0): the rule PyTorch follows."""
+    _, g = _grad_at(lambda t: F.norm(t, ord=ord), [0.0, 0.0, 0.0], 2.0)
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.0])
+
+
+def test_norm_gradients_derived_by_hand():
+    x = [3.0, -4.0]
+    _, g = _grad_at(F.norm, x)  # x / |x| = (0.6, -0.8)
+    np.testing.assert_allclose(g, [0.6, -0.8], rtol=1e-15)
+    _, g = _grad_at(lambda t: F.norm(t, 1), [3.0, -4.0, 0.0])  # sign(x), 0 at 0
+    np.testing.assert_array_equal(g, [1.0, -1.0, 0.0])
+    _, g = _grad_at(lambda t: F.norm(t, np.inf), [-2.0, 2.0, 1.0])  # ties share: ±1/2
+    np.testing.assert_array_equal(g, [-0.5, 0.5, 0.0])
+    _, g = _grad_at(lambda t: F.norm(t, -np.inf), [-2.0, 1.0, -1.0])
+    np.testing.assert_array_equal(g, [0.0, 0.5, -0.5])
+    _, g = _grad_at(lambda t: F.norm(t, 0), [3.0, 0.0, 1.0])  # a count: piecewise constant
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.0])
+    # p = 3: sign(x) |x|² / out², out = (27 + 64)^(1/3)
+    out, g = _grad_at(lambda t: F.norm(t, 3), x)
+    np.testing.assert_allclose(g, np.array([9.0, -16.0]) / 91.0 ** (2 / 3), rtol=1e-14)
+    # a zero element with p < 1: 0 there (|x|^(p-1) is infinite), as PyTorch
+    _, g = _grad_at(lambda t: F.norm(t, 0.5), [0.0, 4.0])
+    np.testing.assert_allclose(g, [0.0, 1.0], rtol=1e-15)
+
+
+def test_norm_frobenius_and_axes_are_numpys():
+    x = np.random.default_rng(8).standard_normal((2, 3, 4))
+    for kw in ({}, {"axis": 1}, {"axis": (0, 2)}, {"axis": (2, 0), "keepdims": True},
+               {"ord": 3, "axis": -1}, {"ord": "fro", "axis": (0, 1)}):
+        np.testing.assert_allclose(F.norm(x, **kw).data, np.linalg.norm(x, **kw), rtol=1e-14)
+    m = x[0]
+    np.testing.assert_allclose(F.norm(m, "fro").data, np.linalg.norm(m, "fro"), rtol=1e-15)
+
+
+def test_norm_keeps_float32_and_takes_integers_as_float64():
+    t = mg.Tensor(np.array([3.0, 4.0], np.float32), requires_grad=True)
+    out = F.norm(t)
+    assert out.dtype == np.float32
+    out.backward()
+    assert t.grad.dtype == np.float32
+    assert F.norm(np.array([3, 4])).dtype == np.float64
