@@ -9,7 +9,8 @@ The held-out fold is only used for the final accuracy.
     python examples/cnn_digits.py                      # every run (resumable), then the table
     python examples/cnn_digits.py --model cnn --fraction 0.25 --no-augment --folds 0 1
 
-Results go to ``OUT/results.json`` (default ``runs/cnn_study``); runs already there are
+Results go to ``OUT/results.json`` (default ``runs/cnn_study``; the study's own run is
+``examples/results/cnn_digits.json``); runs already there are
 skipped, so an interrupted study continues where it stopped. ``docs/results.md`` section
 "CNN vs ViT" reports the table this prints.
 """
