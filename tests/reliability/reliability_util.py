@@ -12,6 +12,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from cli_util import run_cli  # noqa: F401  (re-exported: one helper for every test folder)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: ``python -m vit train`` options of a tiny run: 3 epochs of the digits in about a second.
@@ -83,15 +85,6 @@ def check_bad(case: Bad) -> str:
     return message
 
 
-def run_cli(args, capsys) -> tuple[int, str, str]:
-    """``vit.cli.main(args)`` -> (status, stdout, stderr); argparse's SystemExit is a status."""
-    from vit.cli import main
-    try:
-        status = main([str(a) for a in args])
-    except SystemExit as e:
-        status = e.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def python_m_vit(args, cwd=None, timeout=300, **kw) -> subprocess.CompletedProcess:

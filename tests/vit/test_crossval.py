@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from vit.checkpoint import load_checkpoint
-from vit.cli import main
 from vit.crossval import merged, stratified_folds
 from vit.data import Normalizer, load_digits
 from vit.npz import load_npz
 from vit.train import TrainOptions, evaluate
+
+from cli_util import run_cli  # noqa: E402
 
 LABELS = {
     "digits": load_digits().y_train,
@@ -77,13 +78,7 @@ TINY = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--epochs", "2", "--batc
         "--rotate", "5", "--quiet"]
 
 
-def run(args, capsys):
-    try:
-        status = main([str(a) for a in args])
-    except SystemExit as e:
-        status = e.code
-    out, err = capsys.readouterr()
-    return status, out, err
+run = run_cli
 
 
 def test_a_tiny_crossval_run(small_set, tmp_path, capsys):

@@ -14,6 +14,8 @@ from vit.cli import main  # noqa: E402
 from vit.plots import (DPI, attention_figure, confusion_figure, curves_figure,  # noqa: E402
                        plot_attention, plot_confusion, plot_curves)
 
+from cli_util import run_cli  # noqa: E402
+
 TINY = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--batch-size", "256", "--quiet"]
 
 
@@ -33,13 +35,7 @@ def visible_texts(fig) -> list[Text]:
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
-def cli(args, capsys) -> tuple[int, str, str]:
-    try:
-        status = main([str(a) for a in args])
-    except SystemExit as e:
-        status = e.code
-    out, err = capsys.readouterr()
-    return status, out, err
+cli = run_cli
 
 
 def test_a_png_is_written_at_DPI_with_its_size_in_inches(tmp_path):

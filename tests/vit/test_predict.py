@@ -20,16 +20,12 @@ from vit.model import TinyViT
 from vit.predict import read_input
 from vit.train import evaluate
 
+from cli_util import run_cli  # noqa: E402
+
 SMALL = ["--dim", "16", "--heads", "2", "--mlp-dim", "32", "--quiet"]
 
 
-def run(args, capsys):
-    try:
-        status = main([str(a) for a in args])
-    except SystemExit as e:
-        status = e.code
-    out, err = capsys.readouterr()
-    return status, out, err
+run = run_cli
 
 
 @pytest.fixture(scope="module")
