@@ -1,0 +1,65 @@
+"""Attack review: ops whose output can be far larger than their inputs (tile, repeat, einsum)
+check the size they would allocate, and einsum the work of its naive loop, before NumPy is
+called. Before the fix a 10-element input asked for 72 TiB (tile, repeat) or an einsum of a
+broadcast view for terabytes, and a five-operand einsum chain ran for hours; each case runs
+in a child with a bounded address space, so an unchecked allocation fails there, not here."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hostile_util import run_limited  # noqa: E402
+
+import minigrad as mg  # noqa: E402
+import minigrad.functional as F  # noqa: E402
+from minigrad.ops.bounds import MAX_OUTPUT_ELEMENTS, MAX_EINSUM_STEPS  # noqa: E402
+
+CASES = {
+    "tile reps": ("F.tile(np.zeros(10), (10**6, 10**6))", "tile reps"),
+    "tile huge 1-d": ("F.tile(np.zeros(10), 10**12)", "tile reps"),
+    "repeat int": ("F.repeat(np.zeros(10), 10**12)", "repeat repeats"),
+    "repeat counts": ("F.repeat(np.zeros(2), np.array([2**62, 2**62]))", "repeat repeats"),
+    "einsum broadcast view": (
+        "F.einsum('ij->ij', np.broadcast_to(np.zeros(1), (10**6, 10**6)))", "einsum"),
+    "einsum outer": ("F.einsum('i,j,k->ijk', np.zeros(3000), np.zeros(3000), np.zeros(3000))",
+                     "einsum"),
+    "einsum slow chain": ("F.einsum('ab,bc,cd,de,ef->af', *[np.zeros((300, 300))] * 5)",
+                          "einsum"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_an_oversized_output_is_refused_before_it_is_allocated(name):
+    body, where = CASES[name]
+    code = f"import numpy as np\nimport minigrad.functional as F\n{body}"
+    result, _ = run_limited(code, limit_mb=600, timeout=120)
+    assert result.startswith("ValueError"), result
+    assert where in result, result
+
+
+def test_the_bounds_let_ordinary_sizes_through():
+    a = mg.Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    out = F.tile(a, (2, 2))
+    assert out.shape == (4, 6)
+    assert F.repeat(a, np.array([1, 0, 2]), axis=1).shape == (2, 3)
+    # exactly at the bound is allowed (the refusal is for more); a broadcast view keeps
+    # the test small
+    n = MAX_OUTPUT_ELEMENTS
+    assert F.einsum("i->i", np.broadcast_to(np.zeros(1, np.int8), (n,))).shape == (n,)
+    # a chain with optimize=True contracts pairwise: its steps are small, so it runs
+    x = np.ones((300, 300))
+    y = F.einsum("ab,bc,cd,de,ef->af", x, x, x, x, x, optimize=True)
+    np.testing.assert_array_equal(y.data, np.full((300, 300), 300.0 ** 4))
+    assert MAX_EINSUM_STEPS >= 1 << 30
+
+
+def test_the_refusals_name_the_limit():
+    with pytest.raises(ValueError, match=f"at most {MAX_OUTPUT_ELEMENTS:,}"):
+        F.tile(np.zeros(10), 10**12)
+    with pytest.raises(ValueError, match="optimize=True"):
+        F.einsum("ab,bc,cd,de,ef->af", *[np.zeros((300, 300))] * 5)
