@@ -1,7 +1,8 @@
 """Size bounds of the ops whose output can be far larger than their inputs (``tile``,
-``repeat``, ``einsum``), checked from the shapes before NumPy allocates or loops: a
-10-element array with reps of 10**12, or a broadcast view of a terabyte, is refused with a
-ValueError naming the argument instead of asking the machine for the memory (or the hours).
+``repeat``, ``einsum``) and of the nn layers' weights, checked from the sizes before NumPy
+allocates or loops: a 10-element array with reps of 10**12, or a broadcast view of a
+terabyte, is refused with a ValueError naming the argument instead of asking the machine
+for the memory (or the hours).
 Both bounds are module attributes, read at each call: raise them to go beyond.
 """
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import Iterable
 
 __all__ = ["MAX_OUTPUT_ELEMENTS", "MAX_EINSUM_STEPS", "elements", "check_output"]
 
-#: The most elements one output may have: 2 GiB of float64, as ``one_hot``'s bound.
+#: The most elements one array built from sizes (an op's output, a layer's weight) may
+#: have: 2 GiB of float64, as ``one_hot``'s bound.
 MAX_OUTPUT_ELEMENTS = 2 ** 28
 #: The most multiply-adds an unoptimized einsum may loop through (NumPy's ``optimize=False``
 #: visits every combination of every label): about 10**12, minutes to hours of work.
@@ -26,8 +28,8 @@ def elements(shape: Iterable[int]) -> int:
 
 
 def check_output(op: str, param: str, n: int, what: str) -> None:
-    """ValueError unless an output of ``n`` elements is within ``MAX_OUTPUT_ELEMENTS``."""
+    """ValueError unless an array of ``n`` elements is within ``MAX_OUTPUT_ELEMENTS``."""
     if n > MAX_OUTPUT_ELEMENTS:
-        raise ValueError(f"{op} {param}: got {what}, an output of {n:,} elements; expected "
+        raise ValueError(f"{op} {param}: got {what}, {n:,} elements to allocate; expected "
                          f"at most {MAX_OUTPUT_ELEMENTS:,} (minigrad.ops.bounds."
                          "MAX_OUTPUT_ELEMENTS)")
