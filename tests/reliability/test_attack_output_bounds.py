@@ -63,3 +63,22 @@ def test_the_refusals_name_the_limit():
         F.tile(np.zeros(10), 10**12)
     with pytest.raises(ValueError, match="optimize=True"):
         F.einsum("ab,bc,cd,de,ef->af", *[np.zeros((300, 300))] * 5)
+
+
+ATTENTION = {
+    # 2 * 10**5 query/key rows of one feature: 10**10 scores (80 GB) from 3 * 10**5 inputs
+    "sdpa": ("q = np.zeros((1, 10**5, 1)); F.scaled_dot_product_attention(q, q, q)",
+             "scaled_dot_product_attention"),
+    "sdpa broadcast batch": (
+        "q = np.zeros((1000, 1, 100, 1)); k = np.zeros((1, 1000, 100, 1));"
+        "F.scaled_dot_product_attention(q, k, k)", "scaled_dot_product_attention"),
+    "self_attention": ("F.self_attention(np.zeros((1, 10**5, 3)), 1)", "self_attention"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION))
+def test_attention_scores_too_large_are_refused_before_they_are_built(name):
+    body, where = ATTENTION[name]
+    code = f"import numpy as np\nimport minigrad.functional as F\n{body}"
+    result, _ = run_limited(code, limit_mb=600, timeout=120)
+    assert result.startswith("ValueError") and where in result, result
