@@ -13,6 +13,7 @@ import numpy as np
 from ..checks import integer
 from ..defop import op
 from ..tensor import Tensor
+from .bounds import check_output, elements
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
@@ -64,11 +65,14 @@ def _along_axis(op: str, shape: tuple, indices: Any, axis: int) -> tuple:
             fit[d] = size
             index.append(np.arange(size).reshape(fit))
     try:
-        np.broadcast_shapes(*(i.shape for i in index))
+        writes = np.broadcast_shapes(*(i.shape for i in index))
     except ValueError:
         raise ValueError(f"{op} indices: got shape {indices.shape} for an array of shape "
                          f"{shape}; expected a shape that broadcasts against it outside axis "
                          f"{axis}") from None
+    # (M, 1) against (1, N) indices broadcasts to M·N reads or writes: bounded before built
+    check_output(op, "indices", elements(writes), f"shape {indices.shape} for an array of "
+                 f"shape {shape} (broadcast to {writes})")
     return tuple(index)
 
 

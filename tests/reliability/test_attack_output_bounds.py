@@ -82,3 +82,17 @@ def test_attention_scores_too_large_are_refused_before_they_are_built(name):
     code = f"import numpy as np\nimport minigrad.functional as F\n{body}"
     result, _ = run_limited(code, limit_mb=600, timeout=120)
     assert result.startswith("ValueError") and where in result, result
+
+
+ALONG_AXIS = {
+    # (10**5, 1) against (1, 10**5) indices: 10**10 reads (80 GB) from 2 * 10**5 numbers
+    "take_along_axis": "F.take_along_axis(np.zeros((10**5, 1)), np.zeros((1, 10**5), int), 1)",
+    "put_along_axis": "F.put_along_axis(np.zeros((10**5, 1)), np.zeros((1, 10**5), int), 1.0, 1)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALONG_AXIS))
+def test_broadcast_indices_too_large_are_refused_before_they_are_built(name):
+    code = f"import numpy as np\nimport minigrad.functional as F\n{ALONG_AXIS[name]}"
+    result, _ = run_limited(code, limit_mb=600, timeout=120)
+    assert result.startswith("ValueError") and f"{name} indices" in result, result
