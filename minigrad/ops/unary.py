@@ -31,6 +31,12 @@ def _zero(g):
     return np.zeros_like(g)
 
 
+def _one_minus_square(a):
+    """1 - a² as (1 - a)(1 + a): exact factors near |a| = 1, where 1 - a·a cancels (off by
+    2^-31 relative at a = 1 - 2^-30)."""
+    return (1 - a) * (1 + a)
+
+
 @op(arrays=1)
 def sin(a):
     """out = sin a.   VJP: ā = g cos a.   docs/backward.md §24; tests op_cases/unary.py."""
@@ -53,13 +59,13 @@ def tan(a):
 @op(arrays=1)
 def arcsin(a):
     """out = arcsin a.   VJP: ā = g / √(1 - a²).   docs/backward.md §24; op_cases/unary.py."""
-    return np.arcsin(a), lambda g: g / np.sqrt(1 - a * a)
+    return np.arcsin(a), lambda g: g / np.sqrt(_one_minus_square(a))
 
 
 @op(arrays=1)
 def arccos(a):
     """out = arccos a.   VJP: ā = -g / √(1 - a²).   docs/backward.md §24; op_cases/unary.py."""
-    return np.arccos(a), lambda g: -g / np.sqrt(1 - a * a)
+    return np.arccos(a), lambda g: -g / np.sqrt(_one_minus_square(a))
 
 
 @op(arrays=1)
@@ -83,13 +89,14 @@ def cosh(a):
 @op(arrays=1)
 def arcsinh(a):
     """out = arcsinh a.   VJP: ā = g / √(1 + a²).   docs/backward.md §24; op_cases/unary.py."""
-    return np.arcsinh(a), lambda g: g / np.sqrt(1 + a * a)
+    # hypot: √(1 + a²) without forming a², which overflows past |a| ~ 1.3e154
+    return np.arcsinh(a), lambda g: g / np.hypot(1, a).astype(g.dtype, copy=False)
 
 
 @op(arrays=1)
 def arctanh(a):
     """out = arctanh a.   VJP: ā = g / (1 - a²).   docs/backward.md §24; op_cases/unary.py."""
-    return np.arctanh(a), lambda g: g / (1 - a * a)
+    return np.arctanh(a), lambda g: g / _one_minus_square(a)
 
 
 @op(arrays=1)
