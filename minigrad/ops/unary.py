@@ -107,9 +107,10 @@ def log1p(a):
 
 @op(arrays=1)
 def expm1(a):
-    """out = e^a - 1.   VJP: ā = g (out + 1).   docs/backward.md §24; op_cases/unary.py."""
+    """out = e^a - 1.   VJP: ā = g e^a.   docs/backward.md §24; op_cases/unary.py."""
     out = np.expm1(a)
-    return out, lambda g: g * (out + 1)
+    # e^a itself, not out + 1: expm1(-40) rounds to -1, and out + 1 would be 0, not 4.2e-18
+    return out, lambda g: g * np.exp(a).astype(out.dtype, copy=False)
 
 
 @op(arrays=1)
@@ -156,12 +157,17 @@ def arctan2(a, b):
     """out = atan2(a, b), the angle of the point (b, a).   VJP: ā = g b / (a² + b²),
     b̄ = -g a / (a² + b²) (0 at the origin).   docs/backward.md §24; op_cases/unary.py."""
     out = np.arctan2(a, b)
-
-    r2 = a * a + b * b
+    # where a² + b² under- or overflows (|a|, |b| beyond 1e±154; 0 would be taken for the
+    # origin), x / r / r with r = hypot(a, b) instead of x / (a² + b²)
+    with np.errstate(over="ignore", under="ignore"):
+        r2 = a * a + b * b
+    r = np.hypot(a, b)
+    tiny = np.finfo(np.result_type(out)).tiny if np.result_type(out).kind == "f" else 0
+    scaled = ~np.isfinite(r2) | (r2 < tiny)
 
     def share(g, x):  # 0 at the origin, where atan2 has no limit (as PyTorch gives)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(r2 == 0, 0, g * x / r2)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.where(r == 0, 0, g * np.where(scaled, x / r / r, x / r2))
 
     return out, (lambda g: share(g, b), lambda g: share(-g, a))
 
