@@ -26,7 +26,9 @@ def _scan_input(a, axis, name):
         return np.reshape(a, -1), 0
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{name} axis: got {axis!r}; expected an integer or None")
-    return a, normalize_axis_index(int(axis), max(a.ndim, 1), f"{name} axis")
+    ax = normalize_axis_index(int(axis), max(a.ndim, 1), f"{name} axis")
+    # a 0-d array scans as (1,), as np.cumsum does (np.logaddexp.accumulate refuses it)
+    return (np.reshape(a, 1) if a.ndim == 0 else a), ax
 
 
 def _flip(x, axis):

@@ -81,3 +81,18 @@ def test_cumprod_gradient_in_float32_keeps_its_dtype_where_the_product_underflow
     want = _oracle(x, g)  # exact in rationals from the float32 values
     tol = 64 * np.finfo(np.float32).eps * np.abs(want) + np.finfo(np.float32).smallest_subnormal
     assert np.all(np.abs(t.grad - want) <= tol), (t.grad, want)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "logcumsumexp"])
+@pytest.mark.parametrize("axis", [0, -1, None])
+def test_scans_of_a_0d_array_agree(name, axis):
+    # logcumsumexp raised NumPy's "cannot accumulate on a scalar" for an int axis; cumsum
+    # and cumprod give NumPy's (1,) there, and logcumsumexp now does the same
+    t = mg.Tensor(np.array(0.75), requires_grad=True)
+    out = getattr(F, name)(t, axis=axis)
+    assert out.shape == (1,)
+    want = {"cumsum": 0.75, "cumprod": 0.75, "logcumsumexp": 0.75}[name]
+    np.testing.assert_array_equal(out.data, [want])
+    out.backward(np.array([2.0]))
+    assert t.grad.shape == ()
+    np.testing.assert_allclose(t.grad, 2.0, rtol=4 * np.finfo(np.float64).eps)
