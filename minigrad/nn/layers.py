@@ -14,23 +14,12 @@ import numpy as np
 
 from .. import checks
 from .. import functional as F
-from ..ops.bounds import check_output, elements
 from ..ops.conv import int_tuple
 from ..tensor import Tensor
 from .args import features_input, generator, in_dtype, real_input
 from .module import Module, Parameter
 
 __all__ = ["Linear", "LayerNorm", "Conv2d", "Embedding"]
-
-
-#: A kernel of more elements than this is named as the cause when a Conv2d is too large.
-MAX_KERNEL = 2 ** 16
-
-
-def _bounded(owner: str, param: str, shape: tuple) -> None:
-    """A weight of ``shape`` within ``minigrad.ops.bounds.MAX_OUTPUT_ELEMENTS``, checked
-    before it is drawn (a size typed or read wrong would otherwise fill the memory)."""
-    check_output(owner, param, elements(shape), f"a weight of shape {shape}")
 
 
 class Linear(Module):
@@ -48,7 +37,6 @@ class Linear(Module):
         self.out_features = checks.positive_int("out_features", out_features, owner="Linear")
         dtype = checks.floating_dtype("dtype", dtype, owner="Linear")
         rng = generator(rng, "Linear")
-        _bounded("Linear", "in_features, out_features", (self.in_features, self.out_features))
         weight = rng.standard_normal((self.in_features, self.out_features))
         weight /= math.sqrt(self.in_features)
         self.weight = Parameter(weight, dtype=dtype)
@@ -130,8 +118,6 @@ class Conv2d(Module):
         checks.boolean("bias", bias, owner=owner)
         dtype = checks.floating_dtype("dtype", dtype, owner=owner)
         shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
-        _bounded(owner, "kernel_size" if elements(self.kernel_size) > MAX_KERNEL else
-                 "in_channels, out_channels", shape)
         fan_in = shape[1] * shape[2] * shape[3]
         weight = generator(rng, owner).standard_normal(shape) / math.sqrt(fan_in)
         self.weight = Parameter(weight, dtype=dtype)
@@ -169,8 +155,6 @@ class Embedding(Module):
         self.num_embeddings = checks.positive_int("num_embeddings", num_embeddings, owner=owner)
         self.embedding_dim = checks.positive_int("embedding_dim", embedding_dim, owner=owner)
         dtype = checks.floating_dtype("dtype", dtype, owner=owner)
-        _bounded(owner, "num_embeddings" if self.num_embeddings >= self.embedding_dim else
-                 "embedding_dim", (self.num_embeddings, self.embedding_dim))
         weight = generator(rng, owner).standard_normal((self.num_embeddings, self.embedding_dim))
         self.weight = Parameter(weight, dtype=dtype)
 

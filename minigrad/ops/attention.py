@@ -49,7 +49,7 @@ def _check(qkv: np.ndarray, num_heads, scale, is_causal=False) -> float:
     B, T, _ = qkv.shape  # the weights (B, H, T, T) grow as T² from a (B, T, 3·D) input
     check_output("self_attention", "qkv", B * int(num_heads) * T * T,
                  f"shape {qkv.shape} with {num_heads} heads (weights of shape "
-                 f"{(B, int(num_heads), T, T)})")
+                 f"{(B, int(num_heads), T, T)})", bound="MAX_SCORES")
     if scale is None:
         return 1.0 / math.sqrt(qkv.shape[2] // (3 * num_heads))
     if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) \
@@ -176,7 +176,7 @@ def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causa
                          "expected leading dimensions that broadcast together") from None
     scores = batch + (q.shape[-2], k.shape[-2])
     check_output(name, "q, k", elements(scores), f"shapes {q.shape} and {k.shape} (scores "
-                 f"of shape {scores})")  # L·S from (L + S)·E inputs: bounded before built
+                 f"of shape {scores})", bound="MAX_SCORES")  # L·S from (L + S)·E inputs
     if mask is not None:
         if mask.dtype.kind not in "bf":
             raise TypeError(f"{name} mask: got dtype {mask.dtype}; expected bool (True: the "
