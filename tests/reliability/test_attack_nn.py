@@ -84,3 +84,21 @@ def test_eval_mode_survives_a_state_dict_load():
     t.load_state_dict(t.state_dict())
     assert not t.training
 
+
+
+@pytest.mark.parametrize("p", [0.99999, 0.999999])
+def test_dropout_in_float16_drops_to_zero_when_its_scale_overflows(p):
+    # 1 / (1 - p) > 65504 is inf in float16: the mask times inf made every dropped element
+    # 0 * inf = NaN; torch drops them to 0
+    d = nn.Dropout(p, rng=0)
+    x = mg.Tensor(np.ones(64, np.float16), requires_grad=True)
+    y = d(x)
+    keep = y.data != 0
+    assert not np.isnan(y.data).any()
+    assert y.dtype == np.float16
+    y.backward(np.ones(64, np.float16))
+    assert not np.isnan(x.grad).any()
+    np.testing.assert_array_equal(x.grad[~keep], 0)
+    torch = pytest.importorskip("torch")
+    t = torch.nn.functional.dropout(torch.ones(64, dtype=torch.float16), p=p)
+    assert not torch.isnan(t).any()
