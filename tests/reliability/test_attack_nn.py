@@ -102,3 +102,15 @@ def test_dropout_in_float16_drops_to_zero_when_its_scale_overflows(p):
     torch = pytest.importorskip("torch")
     t = torch.nn.functional.dropout(torch.ones(64, dtype=torch.float16), p=p)
     assert not torch.isnan(t).any()
+
+
+def test_clip_grad_norm_scales_float16_gradients_by_the_exact_factor():
+    # the factor max_norm / N was rounded to float16 first: 1e-8 is 0 there (below its
+    # smallest subnormal, 6e-8), so a gradient of 1e4 clipped to max_norm 1e-4 became 0,
+    # not 1e-4 (a normal float16 number)
+    p = mg.Tensor(np.zeros(1, np.float16), requires_grad=True)
+    p.grad = np.array([1e4], np.float16)
+    clip_grad_norm_([p], max_norm=1e-4)
+    want = np.float16(1e4 * 1e-4 / (1e4 + 1e-6))  # rounded once, from float64
+    assert p.grad.dtype == np.float16
+    np.testing.assert_array_equal(p.grad, [want])
