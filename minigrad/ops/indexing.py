@@ -156,6 +156,8 @@ def _diagonal_index(op: str, shape: tuple, offset: Any, axis1: Any, axis2: Any) 
         raise ValueError(f"{op} axis1, axis2: got {axis1} and {axis2} (the same axis); "
                          "expected two different axes")
     rows, cols = shape[ax1], shape[ax2]
+    # past the array every offset gives the same empty diagonal: one NumPy can hold
+    offset = min(max(offset, -rows - 1), cols + 1)
     n = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
     i = np.arange(n)
     return offset, ax1, ax2, i - min(offset, 0), i + max(offset, 0)

@@ -361,6 +361,8 @@ def _triangle(a, k, which: str):
         raise ValueError(f"{which} a: got shape {a.shape}; expected at least 2 dimensions "
                          "(the triangle is taken over the last two)")
     k = integer("k", k, owner=which)
+    # past the array every k gives the same (full or empty) triangle: one NumPy can hold
+    k = min(max(k, -a.shape[-2] - 1), a.shape[-1] + 1)
     f = np.tril if which == "tril" else np.triu
     return f(a, k), lambda g: f(g, k)
 
