@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["MAX_OUTPUT_ELEMENTS", "MAX_SCORES", "MAX_EINSUM_STEPS", "elements", "check_output"]
+__all__ = ["MAX_OUTPUT_ELEMENTS", "MAX_SCORES", "MAX_EINSUM_STEPS", "MAX_OPTIMAL_OPERANDS",
+           "elements", "check_output"]
 
 #: The most elements one output built from sizes rather than data may have: 2 GiB of
 #: float64, as ``one_hot``'s bound.
@@ -21,6 +22,9 @@ MAX_SCORES = 2 ** 31
 #: The most multiply-adds an unoptimized einsum may loop through (NumPy's ``optimize=False``
 #: visits every combination of every label): about 10**12, minutes to hours of work.
 MAX_EINSUM_STEPS = 2 ** 40
+#: The most operands of an einsum with ``optimize='optimal'``: NumPy's search for that path
+#: is factorial in them (8 take half a second, 10 more than a minute).
+MAX_OPTIMAL_OPERANDS = 8
 
 
 def elements(shape: Iterable[int]) -> int:

@@ -103,8 +103,14 @@ def _check_size(subscripts: str, ops: Sequence[str], out: str, sizes: dict,
                 optimize: Any) -> None:
     """Refuse, before NumPy runs, an output beyond ``bounds.MAX_OUTPUT_ELEMENTS`` (labels of
     size 1 broadcast, so a small or broadcast input can ask for terabytes) and, unoptimized, a
-    loop of more than ``bounds.MAX_EINSUM_STEPS`` steps (one per combination of all labels).
+    loop of more than ``bounds.MAX_EINSUM_STEPS`` steps (one per combination of all labels), and
+    an 'optimal' path search over more than ``bounds.MAX_OPTIMAL_OPERANDS`` operands.
     The VJPs are einsums over a subset of the same labels: bounded by the same numbers."""
+    if isinstance(optimize, str) and optimize == "optimal" and \
+            len(ops) > bounds.MAX_OPTIMAL_OPERANDS:
+        raise ValueError(f"einsum optimize: got 'optimal' for {len(ops)} operands; expected "
+                         f"at most {bounds.MAX_OPTIMAL_OPERANDS} (NumPy's search for that path "
+                         "is factorial in the operands: pass optimize='greedy' or True)")
     shown = ", ".join(f"{c}={sizes[c]}" for c in sorted(sizes))
     bounds.check_output("einsum", "operands", bounds.elements(sizes[c] for c in out),
                         f"sizes {shown} for {subscripts!r}")

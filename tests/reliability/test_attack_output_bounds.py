@@ -96,3 +96,17 @@ def test_broadcast_indices_too_large_are_refused_before_they_are_built(name):
     code = f"import numpy as np\nimport minigrad.functional as F\n{ALONG_AXIS[name]}"
     result, _ = run_limited(code, limit_mb=600, timeout=120)
     assert result.startswith("ValueError") and f"{name} indices" in result, result
+
+
+def test_an_optimal_path_search_over_many_operands_is_refused():
+    # NumPy's 'optimal' path search is factorial in the operands: 10 of them ran for more
+    # than a minute before the first multiply
+    import string
+    from minigrad.ops.bounds import MAX_OPTIMAL_OPERANDS
+    n = MAX_OPTIMAL_OPERANDS + 2
+    terms = [string.ascii_letters[i:i + 2] for i in range(n)]
+    with pytest.raises(ValueError, match="einsum optimize: got 'optimal'.*'greedy'"):
+        F.einsum(",".join(terms) + "->", *[np.ones((2, 2))] * n, optimize="optimal")
+    # greedy (or True) searches in polynomial time: the same contraction runs
+    out = F.einsum(",".join(terms) + "->", *[np.ones((2, 2))] * n, optimize="greedy")
+    assert out.data == 2.0 ** (n + 1)
