@@ -78,13 +78,31 @@ def ink_mask(gray, where: str = "digit picture") -> np.ndarray:
 def area_resize(a: np.ndarray, height: int, width: int) -> np.ndarray:
     """(H, W) -> (height, width) by area averaging: each output pixel is the mean of the input
     over its footprint, fractional pixels weighted by their overlap (up- and down-scaling).
-    As matrices: out = R_h a R_wᵀ, R[i, y] = |[y, y+1) ∩ [i s, (i+1) s)| / s, s = H / height."""
-    def weights(n_in: int, n_out: int) -> np.ndarray:
-        s = n_in / n_out
-        lo = np.arange(n_out)[:, None] * s
-        y = np.arange(n_in)[None, :]
-        return np.clip(np.minimum(y + 1, lo + s) - np.maximum(y, lo), 0, None) / s
-    return weights(a.shape[0], height) @ np.asarray(a, np.float64) @ weights(a.shape[1], width).T
+    Along each axis out_i = (A(hi_i) - A(lo_i)) / s, s = n_in / n_out, [lo_i, hi_i) =
+    [i s, (i+1) s), with A(x) the integral of the pixels up to x (a prefix sum, linear inside
+    a pixel): memory linear in the picture, whatever its aspect ratio."""
+    out = np.asarray(a, np.float64)
+    for axis, n_out in ((0, height), (1, width)):
+        out = _area_axis(out, axis, n_out)
+    return out
+
+
+def _area_axis(a: np.ndarray, axis: int, n_out: int) -> np.ndarray:
+    """``area_resize`` along one axis (see there)."""
+    a = np.moveaxis(a, axis, 0)
+    n_in = a.shape[0]
+    prefix = np.concatenate([np.zeros((1,) + a.shape[1:]), np.cumsum(a, axis=0)])
+    padded = np.concatenate([a, np.zeros((1,) + a.shape[1:])])  # A(n_in) needs a[n_in] * 0
+
+    def integral(x: np.ndarray) -> np.ndarray:  # A(x) = prefix[k] + (x - k) a[k], k = floor x
+        k = np.minimum(np.floor(x).astype(np.int64), n_in)
+        return prefix[k] + (x - k)[:, None] * padded[k]
+
+    s = n_in / n_out
+    edges = np.arange(n_out + 1) * s
+    edges[-1] = n_in  # the last edge exactly, not n_out * s rounded
+    area = integral(edges[1:]) - integral(edges[:-1])
+    return np.moveaxis(area / s, 0, axis)
 
 
 def fit_to_frame(mask: np.ndarray, frame: int = FRAME) -> np.ndarray:

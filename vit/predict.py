@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from minigrad import Tensor
+from minigrad import Tensor, checks
 
 from .data import MAX_DATA_ELEMENTS
 from .digit_image import digit_features
@@ -107,7 +107,8 @@ def predict(model: TinyViT, images, *, probabilities: bool = False) -> np.ndarra
 
 def top_k(probabilities: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(N, K) probabilities -> the k most probable classes (N, k) and their probabilities,
-    most probable first; equal probabilities in class order."""
+    most probable first; equal probabilities in class order. 1 <= k <= K."""
+    checks.integer("k", k, low=1, high=np.shape(probabilities)[-1], owner="top_k")
     order = np.argsort(-probabilities, axis=1, kind="stable")[:, :k]
     return order, np.take_along_axis(probabilities, order, axis=1)
 

@@ -139,8 +139,11 @@ class Dropout(Module):
         x = real_input("Dropout", x, "(...)")
         dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
         keep = self.rng.random(x.shape) >= self.p
-        scale = np.zeros(x.shape, dtype) if self.p == 1.0 else \
-            keep.astype(dtype) * dtype.type(1.0 / (1.0 - self.p))
+        # where, not mask * (1 / (1 - p)): that factor overflows float16 past p ~ 0.99998,
+        # and 0 * inf would make every dropped element NaN instead of 0
+        with np.errstate(over="ignore"):
+            factor = dtype.type(0.0) if self.p == 1.0 else dtype.type(1.0 / (1.0 - self.p))
+        scale = np.where(keep, factor, dtype.type(0.0))
         return F.mul(x, scale)
 
     def extra_repr(self) -> str:

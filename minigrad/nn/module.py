@@ -107,8 +107,19 @@ class Module:
 
     def add_module(self, name: str, module: Module) -> None:
         """Register ``module`` under ``name`` (for names that are not identifiers, like "0")."""
+        if not isinstance(name, str):
+            raise TypeError(f"add_module name: got {name!r}; expected a string")
         if not isinstance(module, Module):
             raise TypeError(f"add_module('{name}'): got {type(module).__name__}; expected a Module")
+        # As torch: a dot would split the state_dict names ("a.b.weight" reads back as module
+        # a, child b), and an existing attribute ("forward", "training", a parameter) would be
+        # shadowed: Sequential(OrderedDict(forward=...)) ran that one layer alone
+        if not name or "." in name:
+            raise ValueError(f"add_module name: got {name!r}; expected a non-empty name "
+                             "without '.' (dots join the names of nested modules)")
+        if name not in self._modules and hasattr(self, name):
+            raise ValueError(f"add_module name: got {name!r}; it is already an attribute of "
+                             f"{type(self).__name__}; expected a new name")
         setattr(self, name, module)
 
     def register_buffer(self, name: str, array: Any, persistent: bool = True) -> None:

@@ -62,8 +62,10 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     coef = min(max_norm / (total + 1e-6), 1.0)
     if coef < 1.0 or not math.isfinite(total):
         with np.errstate(invalid="ignore"):  # inf * 0 = NaN, as torch gives
-            for p in params:
-                p.grad = np.multiply(p.grad, coef).astype(p.grad.dtype, copy=False)
+            for p in params:  # in float64, rounded once: c rounded to float16 first is 0
+                # for c < 6e-8, and the clipped gradient 0 where it is a normal number
+                p.grad = np.multiply(p.grad, coef, dtype=np.float64).astype(p.grad.dtype,
+                                                                             copy=False)
     return total
 
 

@@ -20,6 +20,7 @@ from ..checks import boolean, real
 from ..parallel import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
 from ..defop import op
 from ..tensor import Tensor
+from .bounds import check_output, elements
 from .rowwise import row_max, row_sum
 
 __all__ = ["self_attention", "attention_weights", "scaled_dot_product_attention"]
@@ -45,6 +46,10 @@ def _check(qkv: np.ndarray, num_heads, scale, is_causal=False) -> float:
     if qkv.ndim != 3 or qkv.shape[2] % (3 * num_heads) or 0 in qkv.shape:
         raise ValueError(f"self_attention qkv: got shape {qkv.shape}; expected (B, T, 3·D) "
                          f"with B, T > 0 and D a positive multiple of num_heads = {num_heads}")
+    B, T, _ = qkv.shape  # the weights (B, H, T, T) grow as T² from a (B, T, 3·D) input
+    check_output("self_attention", "qkv", B * int(num_heads) * T * T,
+                 f"shape {qkv.shape} with {num_heads} heads (weights of shape "
+                 f"{(B, int(num_heads), T, T)})", bound="MAX_SCORES")
     if scale is None:
         return 1.0 / math.sqrt(qkv.shape[2] // (3 * num_heads))
     if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) \
@@ -174,6 +179,8 @@ def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causa
         raise ValueError(f"{name} q, k, v: got shapes {q.shape}, {k.shape}, {v.shape}; "
                          "expected leading dimensions that broadcast together") from None
     scores = batch + (q.shape[-2], k.shape[-2])
+    check_output(name, "q, k", elements(scores), f"shapes {q.shape} and {k.shape} (scores "
+                 f"of shape {scores})", bound="MAX_SCORES")  # L·S from (L + S)·E inputs
     if mask is not None:
         if mask.dtype.kind not in "bf":
             raise TypeError(f"{name} mask: got dtype {mask.dtype}; expected bool (True: the "

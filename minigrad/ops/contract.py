@@ -15,6 +15,7 @@ import numpy as np
 
 from ..defop import as_array_input, op, record
 from ..tensor import Tensor
+from . import bounds
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
@@ -98,6 +99,29 @@ def _sizes(ops: Sequence[str], shapes: Sequence[tuple]) -> dict:
     return sizes
 
 
+def _check_size(subscripts: str, ops: Sequence[str], out: str, sizes: dict,
+                optimize: Any) -> None:
+    """Refuse, before NumPy runs, an output beyond ``bounds.MAX_OUTPUT_ELEMENTS`` (labels of
+    size 1 broadcast, so a small or broadcast input can ask for terabytes) and, unoptimized, a
+    loop of more than ``bounds.MAX_EINSUM_STEPS`` steps (one per combination of all labels), and
+    an 'optimal' path search over more than ``bounds.MAX_OPTIMAL_OPERANDS`` operands.
+    The VJPs are einsums over a subset of the same labels: bounded by the same numbers."""
+    if isinstance(optimize, str) and optimize == "optimal" and \
+            len(ops) > bounds.MAX_OPTIMAL_OPERANDS:
+        raise ValueError(f"einsum optimize: got 'optimal' for {len(ops)} operands; expected "
+                         f"at most {bounds.MAX_OPTIMAL_OPERANDS} (NumPy's search for that path "
+                         "is factorial in the operands: pass optimize='greedy' or True)")
+    shown = ", ".join(f"{c}={sizes[c]}" for c in sorted(sizes))
+    bounds.check_output("einsum", "operands", bounds.elements(sizes[c] for c in out),
+                        f"sizes {shown} for {subscripts!r}")
+    steps = bounds.elements(sizes.values())
+    if optimize is False and steps > bounds.MAX_EINSUM_STEPS:
+        raise ValueError(f"einsum operands: got sizes {shown} for {subscripts!r}, "
+                         f"{steps:,} steps of NumPy's unoptimized loop; expected at most "
+                         f"{bounds.MAX_EINSUM_STEPS:,} (pass optimize=True to contract the "
+                         "operands pairwise)")
+
+
 def _einsum_vjp(k: int, ops: list, out: str, arrays: list, sizes: dict, optimize: Any):
     """ā_k = einsum(ḡ, the other operands -> operand k's labels), placed on the diagonal
     where operand k repeats a label, and broadcast along labels only operand k has."""
@@ -145,6 +169,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False) -> Tensor:
     shapes = [a.shape for a in arrays]
     ops, out = _parse(subscripts, shapes)
     sizes = _sizes(ops, shapes)
+    _check_size(subscripts, ops, out, sizes, optimize)
     out_array = np.asarray(np.einsum(subscripts, *arrays, optimize=optimize))
     vjps = [_einsum_vjp(k, ops, out, arrays, sizes, optimize) for k in range(len(arrays))]
     params = [f"operands[{i}]" for i in range(len(arrays))]

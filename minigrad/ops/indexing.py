@@ -13,6 +13,7 @@ import numpy as np
 from ..checks import integer
 from ..defop import op
 from ..tensor import Tensor
+from .bounds import check_output, elements
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
@@ -64,11 +65,14 @@ def _along_axis(op: str, shape: tuple, indices: Any, axis: int) -> tuple:
             fit[d] = size
             index.append(np.arange(size).reshape(fit))
     try:
-        np.broadcast_shapes(*(i.shape for i in index))
+        writes = np.broadcast_shapes(*(i.shape for i in index))
     except ValueError:
         raise ValueError(f"{op} indices: got shape {indices.shape} for an array of shape "
                          f"{shape}; expected a shape that broadcasts against it outside axis "
                          f"{axis}") from None
+    # (M, 1) against (1, N) indices broadcasts to M·N reads or writes: bounded before built
+    check_output(op, "indices", elements(writes), f"shape {indices.shape} for an array of "
+                 f"shape {shape} (broadcast to {writes})")
     return tuple(index)
 
 
@@ -155,6 +159,8 @@ def _diagonal_index(op: str, shape: tuple, offset: Any, axis1: Any, axis2: Any) 
         raise ValueError(f"{op} axis1, axis2: got {axis1} and {axis2} (the same axis); "
                          "expected two different axes")
     rows, cols = shape[ax1], shape[ax2]
+    # past the array every offset gives the same empty diagonal: one NumPy can hold
+    offset = min(max(offset, -rows - 1), cols + 1)
     n = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
     i = np.arange(n)
     return offset, ax1, ax2, i - min(offset, 0), i + max(offset, 0)

@@ -201,6 +201,31 @@ def _norm_axes(x, ord, axis):
     return axes, len(axes) == 2
 
 
+def _in_range(x, out, ord, axis, axes, keepdims, p):
+    """``out``, recomputed as 2^e ‖x / 2^e‖ (2^e the largest |x| rounded to a power of two,
+    an exact scaling) where the largest |x|^p under- or overflows: Σ|x|^p then loses the
+    norm (inf for (1e30, 1e30) in float32) though the norm itself is an ordinary number.
+    For p other than 1 and 2 always: (Σ|x|^p)^(1/p) with 1/p rounded errs by
+    |ln Σ|x|^p| ulps of 1/p, 2.6e-14 relative at 1e200 (p = 1.5), and by few ulps near 1.
+    Elsewhere ``out`` keeps np.linalg.norm's bits."""
+    info = np.finfo(x.dtype)
+    big = np.max(np.abs(x), axis=axes, keepdims=True)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        power = big.astype(np.float64) ** p  # float64: no overflow for float16/32 checks
+        lost = np.isfinite(big) & (big > 0) & (
+            (p not in (1, 2)) | (power < float(info.tiny) / float(info.eps))
+            | (power > float(info.max) / x.size))
+        if not lost.any():
+            return out
+        e = np.frexp(np.where(lost, big, 1))[1]
+        scaled = np.linalg.norm(np.ldexp(x, -e).astype(x.dtype, copy=False), ord=ord,
+                                axis=None if axis is None else axes, keepdims=True)
+        scaled = np.ldexp(np.asarray(scaled, x.dtype), e).astype(x.dtype, copy=False)
+    if not keepdims:
+        lost, scaled = (np.squeeze(a, axis=axes) for a in (lost, scaled))
+    return np.asarray(np.where(lost, scaled, out), dtype=x.dtype)
+
+
 @op(arrays=1)
 def norm(x, ord=None, axis=None, keepdims=False):
     """out = (Σ |x|^p)^(1/p) (p = 2 for ord=None; max |x|, min |x| for ±inf; Frobenius for
@@ -217,8 +242,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if isinstance(p, str) or isinstance(p, bool) or not isinstance(p, (int, float, np.number)):
         raise ValueError(f"norm ord: got {ord!r} for a vector norm; expected None, a number, "
                          "inf or -inf")
-    out = np.linalg.norm(x, ord=ord, axis=None if axis is None else axes, keepdims=keepdims)
+    rescue = 0 < p < np.inf and x.size  # Σ|x|^p out of range is recomputed just below
+    with np.errstate(**({"over": "ignore", "under": "ignore"} if rescue else {})):
+        out = np.linalg.norm(x, ord=ord, axis=None if axis is None else axes,
+                             keepdims=keepdims)
     out = np.asarray(out, dtype=x.dtype)
+    if rescue:
+        out = _in_range(x, out, ord, axis, axes, keepdims, p)
     ndim = x.ndim
     kept = _keep(out, ndim, axes, keepdims)
 

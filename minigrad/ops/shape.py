@@ -13,6 +13,7 @@ try:  # NumPy >= 2.0
 except ImportError:  # pragma: no cover
     from numpy.core.multiarray import normalize_axis_index
 from ..tensor import Tensor
+from .bounds import check_output, elements
 
 __all__ = [
     "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
@@ -340,6 +341,7 @@ def tile(a, reps):
     d = max(a.ndim, len(reps))
     shape = (1,) * (d - a.ndim) + in_shape
     full = (1,) * (d - len(reps)) + reps
+    check_output("tile", "reps", elements(full) * elements(shape), f"{reps} for shape {in_shape}")
     out = np.tile(a, reps)
     interleaved = tuple(x for r, n in zip(full, shape) for x in (r, n))
 
@@ -380,6 +382,10 @@ def repeat(a, repeats, axis=None):
                              "counts >= 0")
         if counts.size == 1:
             r, counts = int(counts.reshape(())), None
+    # the output's length along the axis, in exact integers (hostile counts overflow int64)
+    length = n * r if counts is None else sum(counts.tolist())
+    check_output("repeat", "repeats", length * elements(a.shape) // max(n, 1),
+                 f"{r}" if counts is None else f"counts summing to {length:,}")
     out = np.repeat(a, r if counts is None else counts, axis=ax)
 
     def vjp(g):
@@ -399,6 +405,8 @@ def _triangle(a, k, which: str):
         raise ValueError(f"{which} a: got shape {a.shape}; expected at least 2 dimensions "
                          "(the triangle is taken over the last two)")
     k = integer("k", k, owner=which)
+    # past the array every k gives the same (full or empty) triangle: one NumPy can hold
+    k = min(max(k, -a.shape[-2] - 1), a.shape[-1] + 1)
     f = np.tril if which == "tril" else np.triu
     return f(a, k), lambda g: f(g, k)
 

@@ -31,6 +31,12 @@ def _zero(g):
     return np.zeros_like(g)
 
 
+def _one_minus_square(a):
+    """1 - a² as (1 - a)(1 + a): exact factors near |a| = 1, where 1 - a·a cancels (off by
+    2^-31 relative at a = 1 - 2^-30)."""
+    return (1 - a) * (1 + a)
+
+
 @op(arrays=1)
 def sin(a):
     """out = sin a.   VJP: ā = g cos a.
@@ -67,7 +73,7 @@ def arcsin(a):
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
     tests/minigrad/ops/test_unary.py.
     """
-    return np.arcsin(a), lambda g: g / np.sqrt(1 - a * a)
+    return np.arcsin(a), lambda g: g / np.sqrt(_one_minus_square(a))
 
 
 @op(arrays=1)
@@ -76,7 +82,7 @@ def arccos(a):
 
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
     """
-    return np.arccos(a), lambda g: -g / np.sqrt(1 - a * a)
+    return np.arccos(a), lambda g: -g / np.sqrt(_one_minus_square(a))
 
 
 @op(arrays=1)
@@ -113,7 +119,8 @@ def arcsinh(a):
 
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
     """
-    return np.arcsinh(a), lambda g: g / np.sqrt(1 + a * a)
+    # hypot: √(1 + a²) without forming a², which overflows past |a| ~ 1.3e154
+    return np.arcsinh(a), lambda g: g / np.hypot(1, a).astype(g.dtype, copy=False)
 
 
 @op(arrays=1)
@@ -123,7 +130,7 @@ def arctanh(a):
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
     tests/minigrad/ops/test_unary.py.
     """
-    return np.arctanh(a), lambda g: g / (1 - a * a)
+    return np.arctanh(a), lambda g: g / _one_minus_square(a)
 
 
 @op(arrays=1)
@@ -143,7 +150,8 @@ def expm1(a):
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py.
     """
     out = np.expm1(a)
-    return out, lambda g: g * (out + 1)
+    # e^a itself, not out + 1: expm1(-40) rounds to -1, and out + 1 would be 0, not 4.2e-18
+    return out, lambda g: g * np.exp(a).astype(out.dtype, copy=False)
 
 
 @op(arrays=1)
@@ -216,12 +224,17 @@ def arctan2(a, b):
     tests/minigrad/ops/test_unary.py.
     """
     out = np.arctan2(a, b)
-
-    r2 = a * a + b * b
+    # where a² + b² under- or overflows (|a|, |b| beyond 1e±154; 0 would be taken for the
+    # origin), x / r / r with r = hypot(a, b) instead of x / (a² + b²)
+    with np.errstate(over="ignore", under="ignore"):
+        r2 = a * a + b * b
+    r = np.hypot(a, b)
+    tiny = np.finfo(np.result_type(out)).tiny if np.result_type(out).kind == "f" else 0
+    scaled = ~np.isfinite(r2) | (r2 < tiny)
 
     def share(g, x):  # 0 at the origin, where atan2 has no limit (as PyTorch gives)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(r2 == 0, 0, g * x / r2)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.where(r == 0, 0, g * np.where(scaled, x / r / r, x / r2))
 
     return out, (lambda g: share(g, b), lambda g: share(-g, a))
 

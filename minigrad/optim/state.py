@@ -35,13 +35,35 @@ def betas_pair(value: Any) -> tuple[float, float]:
             nonneg("betas[1]", value[1], high=1.0, high_open=True))
 
 
+def _shown(a: np.ndarray) -> str:
+    text = repr(a.tolist()) if a.dtype.kind in "biufcUS" and a.size <= 8 else \
+        f"an array of shape {a.shape}"
+    return f"{text} ({a.dtype})"
+
+
 def _counter(where: str, value: Any, low: int) -> int:
     """An integer count read from a state dict: a 0-d integer array or an int, >= low."""
     a = np.asarray(value)
     if a.shape != () or a.dtype.kind not in "iu" or int(a) < low:
         expected = "a positive integer" if low == 1 else f"an integer >= {low}"
-        raise ValueError(f"{where}: got {a.tolist()!r}; expected {expected}")
+        raise ValueError(f"{where}: got {_shown(a)}; expected {expected}")
     return int(a)
+
+
+def _numbers(where: str, value: Any, kind: str, shape: tuple = ()) -> Any:
+    """A hyperparameter read from a state dict, exactly as ``state_dict`` writes it: a bool
+    (``kind="b"``) or real numbers (``"f"``: an integer or floating array, never a bool or a
+    string that merely parses as one) of ``shape``; Python values, or a ValueError naming
+    ``where`` (a file's entry: a wrong type is a wrong value of the file)."""
+    a = np.asarray(value)
+    kinds = "b" if kind == "b" else "iuf"
+    if a.shape != shape or a.dtype.kind not in kinds:
+        expected = "a 0-d bool (true or false)" if kind == "b" else "a 0-d real number"
+        if shape:
+            expected = f"a 1-d array of {shape[0]} real numbers"
+        raise ValueError(f"{where}: got {_shown(a)}; expected {expected}, as state_dict() "
+                         "writes it")
+    return a.item() if kind == "b" else a.astype(np.float64).tolist()
 
 
 
@@ -112,7 +134,7 @@ class OptimizerState:
         expected = {"num_params", "step_count", *self._hyperparameters}
         optional = set()
         if grouped:
-            given = int(np.asarray(state["num_groups"]))
+            given = _counter(f"{owner}.load_state_dict: num_groups", state["num_groups"], low=0)
             if given != len(self.param_groups):
                 raise ValueError(f"{owner}.load_state_dict: num_groups got {given}; expected "
                                  f"{len(self.param_groups)}")
@@ -131,9 +153,10 @@ class OptimizerState:
                 states[int(index)][name] = state[key]
                 expected.add(key)
         checks.state_keys(owner, {k: None for k in state if k not in optional}, expected)
-        if int(state["num_params"]) != len(self.params):
-            raise ValueError(f"{owner}.load_state_dict: num_params got {int(state['num_params'])};"
-                             f" expected {len(self.params)}")
+        given = _counter(f"{owner}.load_state_dict: num_params", state["num_params"], low=0)
+        if given != len(self.params):
+            raise ValueError(f"{owner}.load_state_dict: num_params got {given}; expected "
+                             f"{len(self.params)}")
         return states
 
     def _load_param_state(self, where: str, i: int, entries: dict[str, Any]) -> None:
@@ -169,17 +192,21 @@ class OptimizerState:
         constructor checks them (a state without groups gives every group the top values)."""
         owner = f"{type(self).__name__}.load_state_dict"
         def read(name: str, key: str) -> Any:
-            raw = self._hyperparameter_from_array(name, np.asarray(state[key]))
+            raw = self._hyperparameter_from_array(name, state[key], f"{owner}: {key}")
             if name in GROUP_LR_KEYS:
                 return nonneg(f"{key}", raw)
-            return self._checked(name, raw)
+            try:
+                return self._checked(name, raw)
+            except (TypeError, ValueError) as e:  # the check names the hyperparameter only
+                text = str(e).removeprefix(name)
+                raise ValueError(f"{owner}: {key}{text}") from None
         hyper = {name: read(name, name) for name in self._hyperparameters}
         groups = [{name: hyper[name] for name in self._group_names()}
                   for _ in self.param_groups]
         if not grouped:
             return hyper, groups
         for g, (group, values) in enumerate(zip(self.param_groups, groups)):
-            size = int(state[f"group.{g}.size"])
+            size = _counter(f"{owner}: group.{g}.size", state[f"group.{g}.size"], low=0)
             if size != len(group["params"]):
                 raise ValueError(f"{owner}: group.{g}.size got {size}; "
                                  f"expected {len(group['params'])}")
@@ -189,13 +216,12 @@ class OptimizerState:
                 values[name] = read(name, f"group.{g}.{name}")
         return hyper, groups
 
-    def _hyperparameter_from_array(self, name: str, value: np.ndarray) -> Any:
+    def _hyperparameter_from_array(self, name: str, value: Any, where: str) -> Any:
+        """Entry ``where`` as hyperparameter ``name``: of the type the constructor gave it
+        (a bool, a tuple of reals such as betas, else a real number)."""
         current = getattr(self, name, None)
         if isinstance(current, bool):
-            return bool(value)
+            return _numbers(where, value, "b")
         if isinstance(current, tuple):
-            if value.shape != (len(current),):
-                raise ValueError(f"{type(self).__name__}.load_state_dict: {name} got shape "
-                                 f"{value.shape}; expected ({len(current)},)")
-            return tuple(float(v) for v in value)
-        return float(value)
+            return tuple(_numbers(where, value, "f", (len(current),)))
+        return _numbers(where, value, "f")
