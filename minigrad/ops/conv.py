@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..checks import integer, real
 from ..defop import op
+from .bounds import check_output, elements
 
 __all__ = ["conv1d", "conv2d", "pad"]
 
@@ -248,6 +249,8 @@ def pad(x, pad_width, mode="constant", value=0.0):
             raise ValueError(f"pad pad_width: got {pairs[axis]} for empty axis {axis} with mode "
                              f"{mode!r}; expected 0 (there is nothing to copy)")
     kw = {"constant_values": value} if mode == "constant" else {}
+    check_output("pad", "pad_width", elements(n + b + a for n, (b, a) in zip(x.shape, pairs)),
+                 f"{pairs} around shape {x.shape}")
     y = np.pad(x, pairs, mode=mode, **kw)
     shape = x.shape
 

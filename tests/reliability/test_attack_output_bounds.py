@@ -110,3 +110,11 @@ def test_an_optimal_path_search_over_many_operands_is_refused():
     # greedy (or True) searches in polynomial time: the same contraction runs
     out = F.einsum(",".join(terms) + "->", *[np.ones((2, 2))] * n, optimize="greedy")
     assert out.data == 2.0 ** (n + 1)
+
+
+def test_pad_refuses_a_huge_width_before_allocating():
+    """F.pad(np.zeros(1), 10**12) asked NumPy for 14.6 TiB (MemoryError); now the width is
+    refused from the shapes, naming the argument."""
+    with pytest.raises(ValueError, match=r"pad pad_width: .* elements to allocate"):
+        F.pad(np.zeros(1), 10 ** 12)
+    assert F.pad(np.zeros(2), 1).shape == (4,)  # ordinary widths untouched
