@@ -31,12 +31,17 @@ THRESHOLDS = {"composed": 0, "fused": block_op.FUSE_BELOW_FLOPS, "forced": float
 
 
 def with_threshold(step, flops):
+    default = block_op.FUSE_MAX_ELEMENTS
+
     def run():
         block_op.FUSE_BELOW_FLOPS = flops
+        if flops == float("inf"):
+            block_op.FUSE_MAX_ELEMENTS = flops
         try:
             return step()
         finally:
             block_op.FUSE_BELOW_FLOPS = THRESHOLDS["fused"]
+            block_op.FUSE_MAX_ELEMENTS = default
     return run
 
 

@@ -8,10 +8,11 @@ the NumPy calls of the composed ops, no graph inside), and the engine records on
 of ten. docs/performance.md, "A fused encoder block", has the measurements.
 
 It is used by ``vit.Block`` only while every matrix product of the block is below
-``parallel.BLAS_THREADED_FLOPS``: there one plain NumPy product is what ``F.linear`` does too,
-and BLAS runs it on one thread, so the result does not depend on the thread count
-(docs/reliability.md, G2). Larger blocks keep the composed ops, whose products and kernels are
-split across the block pool.
+``parallel.BLAS_THREADED_FLOPS`` and its (M, D) row sums (GEMVs) below
+``rowwise.GEMV_ELEMENTS``: there one plain NumPy product is what ``F.linear`` and
+``row_sum`` do too, and BLAS runs it on one thread, so the result does not depend on the
+thread count (docs/reliability.md, G2). Larger blocks keep the composed ops, whose products
+and kernels are split across the block pool.
 
 Shapes: B sequences, T tokens, D features, F hidden MLP features, M = B*T token rows.
 """
@@ -20,15 +21,19 @@ from __future__ import annotations
 import numpy as np
 
 import minigrad as mg
+from minigrad.ops.rowwise import GEMV_ELEMENTS
 from minigrad.parallel import BLAS_THREADED_FLOPS
 
 from .manual import BLOCK_PARAMS, LN_EPS, block_backward, block_forward
 
-__all__ = ["encoder_block", "fusable", "FUSE_BELOW_FLOPS"]
+__all__ = ["encoder_block", "fusable", "block_parameters", "FUSE_BELOW_FLOPS",
+           "FUSE_MAX_ELEMENTS"]
 
 #: ``vit.Block`` runs as one op while its largest matrix product (2·M·D·max(3D, F)) is below
 #: this; 0 turns the fused op off (every block composed from the fused ops, as before).
 FUSE_BELOW_FLOPS = BLAS_THREADED_FLOPS
+#: ... and while its tokens (B, T, D) hold at most this many numbers (its row sums are GEMVs).
+FUSE_MAX_ELEMENTS = GEMV_ELEMENTS
 
 
 @mg.op(name="encoder_block", arrays=11)
@@ -75,7 +80,8 @@ def encoder_block(t, norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b, fc1_w, f
 def fusable(block, t) -> bool:
     """True when ``block`` (a ``vit.Block``) may run on ``t`` as ``encoder_block``: t is a
     (B, T, D) floating array of the parameters' one dtype (float32 or float64), the norms
-    have weights and eps 1e-5, and the largest product is below ``FUSE_BELOW_FLOPS``.
+    have weights and eps 1e-5, the largest product is below ``FUSE_BELOW_FLOPS`` and the
+    tokens hold at most ``FUSE_MAX_ELEMENTS`` numbers (manual.py's row sums are single GEMVs).
     Anything else (float16, mixed dtypes, a bad shape: the composed ops cast it or name the
     error) takes the composed path."""
     data = t.data if isinstance(t, mg.Tensor) else t
@@ -86,7 +92,8 @@ def fusable(block, t) -> bool:
     n1, n2 = block.norm1, block.norm2
     if (fc1.shape[0] != D or n1.weight is None or n2.weight is None
             or n1.eps != LN_EPS or n2.eps != LN_EPS
-            or 2.0 * B * T * D * max(3 * D, fc1.shape[1]) >= FUSE_BELOW_FLOPS):
+            or 2.0 * B * T * D * max(3 * D, fc1.shape[1]) >= FUSE_BELOW_FLOPS
+            or B * T * D > FUSE_MAX_ELEMENTS):
         return False
     dtype = data.dtype
     if dtype != np.float32 and dtype != np.float64:

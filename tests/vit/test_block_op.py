@@ -183,3 +183,24 @@ def test_bad_input_is_still_named_by_the_composed_ops():
     block = random_block(np.float64)
     with pytest.raises(ValueError, match="LayerNorm"):
         block(Tensor(np.zeros((B, T, D + 1))))
+
+
+def test_largest_fused_block_gives_the_same_bits_for_any_blas_thread_count():
+    """docs/reliability.md G2 for the sizes the fused op takes: its products and row sums stay
+    below the sizes where OpenBLAS starts threads of its own."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    dim, hidden = 8, 16
+    rows = block_op.FUSE_MAX_ELEMENTS // dim  # 1024 token rows: 128 sequences of 8
+    block = random_block(np.float64, seed=8, dim=dim, heads=2, hidden=hidden)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((rows // 8, 8, dim))
+    cot = rng.standard_normal(x.shape)
+    results = []
+    for threads in (1, 2):
+        with threadpoolctl.threadpool_limits(threads):
+            out, gx, grads, ops = run(block, x, cot, fused=True)
+        assert ops == ["encoder_block"]
+        results.append([out, gx] + [grads[k] for k in sorted(grads)])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    assert not block_op.fusable(block, np.zeros((rows // 8 + 1, 8, dim)))  # one more: composed
