@@ -54,18 +54,11 @@ class AdamW(Optimizer):
             return nonneg(name, value, low_open=True)
         return nonneg(name, value)
 
-    def _compute_dtype(self, dtype: np.dtype) -> np.dtype:
-        return np.dtype(np.float32) if dtype == np.float16 else dtype
+    float16_in_float32 = True
 
     def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
         super()._check_numbers(i, compute, lr, group)
-        tiny = np.finfo(compute).tiny
-        if group["eps"] < tiny:
-            raise ValueError(
-                f"eps: got {group['eps']}; it rounds to 0 or loses its digits in {compute}, the "
-                f"dtype parameter {i} is updated in; expected at least {tiny!s} (the smallest "
-                f"normal {compute})"
-            )
+        self._check_eps(i, compute, group["eps"])
 
     def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
         if name == "exp_avg_sq" and np.any(value < 0):

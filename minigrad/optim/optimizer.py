@@ -254,9 +254,26 @@ class Optimizer(OptimizerState):
                     "state moved); expected a smaller lr (or smaller gradients)"
                 )
 
+    #: True for the optimizers that divide by √(running mean of g²) + eps: in float16 that
+    #: denominator loses its digits, so float16 parameters update in float32, state too.
+    float16_in_float32 = False
+
     def _compute_dtype(self, dtype: np.dtype) -> np.dtype:
         """The dtype a parameter of ``dtype`` is updated in (and its state buffers are kept in)."""
+        if self.float16_in_float32 and dtype == np.float16:
+            return np.dtype(np.float32)
         return dtype
+
+    @staticmethod
+    def _check_eps(i: int, compute: np.dtype, eps: float) -> None:
+        """``eps`` must stay a normal number of the dtype parameter ``i`` is updated in."""
+        tiny = np.finfo(compute).tiny
+        if eps < tiny:
+            raise ValueError(
+                f"eps: got {eps}; it rounds to 0 or loses its digits in {compute}, the dtype "
+                f"parameter {i} is updated in; expected at least {tiny!s} (the smallest normal "
+                f"{compute})"
+            )
 
     def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
         """The step's numbers must fit the dtype they are used in: a learning rate (or a

@@ -53,16 +53,11 @@ class RMSprop(Optimizer):
             return nonneg(name, value, low_open=True)
         return nonneg(name, value)
 
-    def _compute_dtype(self, dtype: np.dtype) -> np.dtype:
-        """float16 parameters update in float32 (their state too), as in ``AdamW``."""
-        return np.dtype(np.float32) if dtype == np.float16 else dtype
+    float16_in_float32 = True
 
     def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
         super()._check_numbers(i, compute, lr, group)
-        tiny = float(np.finfo(compute).tiny)
-        if group["eps"] < tiny:
-            raise ValueError(f"eps: got {group['eps']}; it rounds to 0 in {compute}, the dtype "
-                             f"parameter {i} is updated in; expected at least {tiny}")
+        self._check_eps(i, compute, group["eps"])
 
     def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
         if name == "square_avg" and np.any(value < 0):
