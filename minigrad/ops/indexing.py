@@ -76,6 +76,16 @@ def _along_axis(op: str, shape: tuple, indices: Any, axis: int) -> tuple:
     return tuple(index)
 
 
+def _read_along(op_name: str, a: np.ndarray, indices, axis) -> tuple[np.ndarray, tuple]:
+    """(a, or a flattened when ``axis`` is None; the full index tuple of ``indices`` along the
+    axis), checked: the shared start of take_along_axis and put_along_axis."""
+    if axis is None:
+        a, ax = a.reshape(-1), 0
+    else:
+        ax = _axis(op_name, axis, a.ndim)
+    return a, _along_axis(op_name, a.shape, indices, ax)
+
+
 @op(arrays=1)
 def take_along_axis(a, indices, axis):
     """out[..., i, ...] = a[..., indices[..., i, ...], ...] along ``axis`` (np.take_along_axis;
@@ -86,11 +96,7 @@ def take_along_axis(a, indices, axis):
     tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
-    if axis is None:
-        a, ax = a.reshape(-1), 0
-    else:
-        ax = _axis("take_along_axis", axis, a.ndim)
-    index = _along_axis("take_along_axis", a.shape, indices, ax)
+    a, index = _read_along("take_along_axis", a, indices, axis)
     flat_shape = a.shape
 
     def vjp(g):
@@ -113,11 +119,7 @@ def put_along_axis(a, indices, values, axis):
     tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
-    if axis is None:
-        a, ax = a.reshape(-1), 0
-    else:
-        ax = _axis("put_along_axis", axis, a.ndim)
-    index = _along_axis("put_along_axis", a.shape, indices, ax)
+    a, index = _read_along("put_along_axis", a, indices, axis)
     flat_shape = a.shape
     writes = np.broadcast_shapes(*(i.shape for i in index))
     try:
