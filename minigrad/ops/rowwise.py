@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import parallel
 
-__all__ = ["as_rows", "matrix", "map_rows", "row_sum", "row_max"]
+__all__ = ["as_rows", "matrix", "map_rows", "row_sum", "row_max", "column_sum"]
 
 
 def as_rows(a) -> np.ndarray:
@@ -93,6 +93,29 @@ def row_sum(a: np.ndarray) -> np.ndarray:
     for lo in range(0, n_rows, step):
         np.matmul(a[lo:lo + step], ones, out=out[lo:lo + step])
     return out.reshape(-1, 1)
+
+
+def column_sum(a: np.ndarray) -> np.ndarray:
+    """Σ over the rows of a (rows, n) matrix, as (n,): x̄ = 1ᵀ a.
+
+    For narrow rows (n <= 64) a product of a vector of ones with ``a`` (GEMVs of at most
+    ``GEMV_ELEMENTS`` numbers each, so BLAS never threads them and the result does not depend
+    on the thread count), 2-3x faster than NumPy's ``sum(axis=0)``, which pays per row; wider
+    rows are NumPy's reduction, which is faster there (docs/performance.md, "The embedding
+    and the head as single ops").
+    """
+    n_rows, n = a.shape
+    if n > 64 or n_rows == 0:
+        return np.add.reduce(a, axis=0)
+    step = max(1, GEMV_ELEMENTS // max(n, 1))
+    ones = _ones(min(n_rows, step), a.dtype)
+    if n_rows <= step:
+        return ones @ a
+    parts = np.empty((-(-n_rows // step), n), dtype=np.result_type(a, ones))
+    for i, lo in enumerate(range(0, n_rows, step)):
+        hi = min(lo + step, n_rows)
+        np.matmul(ones[:hi - lo], a[lo:hi], out=parts[i])
+    return np.add.reduce(parts, axis=0)
 
 
 def row_max(a: np.ndarray) -> np.ndarray:

@@ -52,3 +52,39 @@ def test_no_module_reaches_for_the_row_helpers_privately():
     assert not hasattr(fused, "_log_softmax")
     assert attention.row_max is rowwise.row_max and attention.row_sum is rowwise.row_sum
     assert "_row_" not in inspect.getsource(attention)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (320, 16), (320, 32), (5000, 10),
+                                   (2176, 64), (300, 65), (4, 1000)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sum_agrees_with_an_exact_sum(shape, dtype):
+    """Narrow rows take the GEMV path (chunked when the matrix is large), wide rows NumPy's
+    reduction: both within the summation bound rows * eps * Σ|a| of the exact (float64 of
+    exact products) column sums."""
+    a = np.random.default_rng(shape[0] + shape[1]).standard_normal(shape).astype(dtype)
+    got = rowwise.column_sum(a)
+    assert got.shape == (shape[1],) and got.dtype == dtype
+    exact = a.astype(np.float64).sum(axis=0)
+    tol = (shape[0] + 1) * np.finfo(dtype).eps * np.abs(a).astype(np.float64).sum(axis=0)
+    assert np.all(np.abs(got - exact) <= tol)
+
+
+def test_column_sum_of_strided_views_and_input_untouched():
+    a = np.random.default_rng(3).standard_normal((40, 5, 8))
+    before = a.copy()
+    view = a[:, 0]  # rows 5 * 8 numbers apart, as the CLS rows of (B, T, D) tokens
+    np.testing.assert_allclose(rowwise.column_sum(view), view.sum(axis=0), rtol=1e-13,
+                               atol=1e-13)
+    np.testing.assert_array_equal(a, before)
+
+
+def test_column_sum_does_not_depend_on_the_blas_thread_count():
+    """docs/reliability.md G2: each GEMV holds at most GEMV_ELEMENTS numbers, below the size
+    where OpenBLAS starts threads of its own."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    a = np.random.default_rng(4).standard_normal((20000, 16))  # 40 GEMVs
+    results = []
+    for threads in (1, 2):
+        with threadpoolctl.threadpool_limits(threads):
+            results.append(rowwise.column_sum(a))
+    np.testing.assert_array_equal(*results)
