@@ -38,7 +38,7 @@ def _reduce(loss, reduction, count=None):
     """
     if reduction == "none":
         return loss, lambda g: g
-    total = np.sum(loss)
+    total = np.add.reduce(loss, axis=None)  # np.sum's value, without its Python wrapper
     if reduction == "sum":
         return total, lambda g: g
     n = loss.size if count is None else count
@@ -294,7 +294,7 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     plain = False  # labels, no weight, none ignored: section 11's path
     if hard:
         keep, safe, every = _labels("cross_entropy", target, logits.shape[:-1], C, ignore_index)
-        picked = np.take_along_axis(lsm, safe[..., None], axis=-1)[..., 0]
+        picked = _pick(lsm, safe)
         plain = w is None and every
         if plain:  # every row counts once: the formulas (and bits) cross_entropy always had
             loss = -picked if eps == 0 else -(1.0 - eps) * picked - (eps / C) * np.sum(lsm, axis=-1)
@@ -346,6 +346,15 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
         return -(1.0 - eps) * lw * scale(g)
 
     return out.astype(logits.dtype, copy=False), (vjp_logits, None if hard else vjp_target)
+
+
+def _pick(values, labels):
+    """values[..., labels] per row: (..., C) and (...) -> (...). A gather, so it equals
+    ``take_along_axis(values, labels[..., None], -1)[..., 0]`` exactly, without its cost of
+    building broadcast index arrays (a fifth of a small cross-entropy's forward)."""
+    C = values.shape[-1]
+    rows = values.reshape(-1, C)
+    return rows[np.arange(rows.shape[0]), labels.reshape(-1)].reshape(labels.shape)
 
 
 def _is_hard(logits, target) -> bool:
