@@ -12,6 +12,9 @@ T = N + 1 tokens, D features, h heads of width d = D/h, F hidden MLP features, K
 M = B*T token rows. Tokens are kept as 2-D (M, D) arrays, so every token @ weight product
 is one GEMM, and the weight gradients Xᵀ G sum over the batch inside that same GEMM.
 
+The only other code used is minigrad's row-wise reductions (``row_max``, ``row_sum``,
+``column_sum``: NumPy calls that avoid NumPy's per-row cost on short rows), no graph and no op.
+
 dtype: the computation runs in the parameters' dtype (images are cast to it); every constant
 is a Python float, so float32 stays float32 (a NumPy float64 scalar would promote).
 Buffers are reused in place wherever the value they hold is no longer needed.
@@ -29,6 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from minigrad.ops.rowwise import column_sum, row_max, row_sum
 
 __all__ = ["loss_and_grads", "sgd_step", "forward", "block_prefixes", "param_names",
            "PARAM_NAMES", "BLOCK_PARAMS", "LN_EPS", "GELU_C", "GELU_K", "MAX_DEPTH"]
@@ -114,8 +119,8 @@ def embed_backward(dt, cache, batch, has_pos):
     D = dt.shape[1]
     dt3 = dt.reshape(batch, -1, D)
     dw = (padded.T @ dt).reshape(C, P, P, D).transpose(1, 2, 0, 3).reshape(P * P * C, D)
-    db = dt3[:, 1:].sum(axis=(0, 1))
-    dcls = dt3[:, 0].sum(axis=0).reshape(1, 1, D)
+    db = column_sum(dt3[:, 1:].reshape(-1, D))
+    dcls = column_sum(dt3[:, 0]).reshape(1, 1, D)
     dpos = dt3.sum(axis=0, keepdims=True) if has_pos else None
     return dw, db, dcls, dpos
 
@@ -153,8 +158,8 @@ def layer_norm_backward(g, cache):
     xhat, r, w = cache
     D = g.shape[-1]
     gx = g * xhat
-    dw = gx.sum(axis=0)
-    db = g.sum(axis=0)
+    dw = column_sum(gx)
+    db = column_sum(g)
     m2 = (gx @ w)[:, None]
     m2 /= D
     m1 = (g @ w)[:, None]
@@ -188,9 +193,12 @@ def attention_forward(h, w_qkv, w_o, batch, num_heads):
     q, k, v = _split_heads(qkv, batch, T, num_heads, d)
     q *= scale
     s = q @ k.swapaxes(-1, -2)
-    s -= s.max(axis=-1, keepdims=True)
+    # NumPy's reductions pay per row, and these rows are short: row_max and row_sum do not
+    # (docs/performance.md, "What dominates, and what was done")
+    rows, per_row = s.reshape(-1, T), s.shape[:-1] + (1,)
+    s -= row_max(rows).reshape(per_row)
     np.exp(s, out=s)
-    s /= s.sum(axis=-1, keepdims=True)
+    s /= row_sum(rows).reshape(per_row)
     o = np.empty((M, D), dtype=h.dtype)
     np.matmul(s, v, out=_heads(o, batch, T, num_heads, d))
     return o @ w_o, (h, qkv, s, o, w_qkv, w_o, scale)
@@ -275,7 +283,7 @@ def mlp_backward(g, cache):
     """
     h, z, tau, a, w1, w2 = cache
     dw2 = a.T @ g
-    db2 = g.sum(axis=0)
+    db2 = column_sum(g)
     dz = g @ w2.T
     # GELU'(z), built in the buffers of the forward's z and GELU(z), which are not needed again
     np.multiply(tau, tau, out=a)
@@ -291,7 +299,7 @@ def mlp_backward(g, cache):
     a += tau
     dz *= a
     dw1 = h.T @ dz
-    db1 = dz.sum(axis=0)
+    db1 = column_sum(dz)
     return dz @ w1.T, dw1, db1, dw2, db2
 
 
