@@ -4,7 +4,7 @@
     python benchmarks/fused_block.py --threads 1 --configs A,B
 
 Implementations, each a full minigrad float32 TinyViT step of benchmarks/train_step.py from
-the same weights: ``composed`` (``block_op.FUSE_BELOW_FLOPS = 0``: the block as ten ops),
+the same weights: ``composed`` (``fusion.FUSE_BELOW_FLOPS = 0``: the block as ten ops),
 ``fused`` (the default threshold: one op where the block is small), ``forced`` (the fused op
 at every size, to see what the threshold keeps out), ``manual`` and ``torch``. The threshold
 is set around each step, so all run interleaved in train_step's round-robin turns. Prints the
@@ -25,23 +25,23 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from minigrad import parallel  # noqa: E402
 from train_step import CONFIGS, build, machine_line, run_config  # noqa: E402
-from vit import block_op  # noqa: E402
+from vit import fusion  # noqa: E402
 
-THRESHOLDS = {"composed": 0, "fused": block_op.FUSE_BELOW_FLOPS, "forced": float("inf")}
+THRESHOLDS = {"composed": 0, "fused": fusion.FUSE_BELOW_FLOPS, "forced": float("inf")}
 
 
 def with_threshold(step, flops):
-    default = block_op.FUSE_MAX_ELEMENTS
+    default = fusion.FUSE_MAX_ELEMENTS
 
     def run():
-        block_op.FUSE_BELOW_FLOPS = flops
+        fusion.FUSE_BELOW_FLOPS = flops
         if flops == float("inf"):
-            block_op.FUSE_MAX_ELEMENTS = flops
+            fusion.FUSE_MAX_ELEMENTS = flops
         try:
             return step()
         finally:
-            block_op.FUSE_BELOW_FLOPS = THRESHOLDS["fused"]
-            block_op.FUSE_MAX_ELEMENTS = default
+            fusion.FUSE_BELOW_FLOPS = THRESHOLDS["fused"]
+            fusion.FUSE_MAX_ELEMENTS = default
     return run
 
 

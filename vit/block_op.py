@@ -1,18 +1,11 @@
 """The whole pre-norm encoder block as ONE recorded minigrad op, for small blocks.
 
-On a tiny model (config A of benchmarks/train_step.py) a training step is interpreter
-overhead: each recorded op costs its dispatch, its node and its VJP calls, and each NumPy call
-costs about a microsecond whatever the array. ``encoder_block`` runs the block's forward and
-backward as vit/manual.py derives them (``block_forward`` / ``block_backward``: a quarter of
-the NumPy calls of the composed ops, no graph inside), and the engine records one op instead
-of ten. docs/performance.md, "A fused encoder block", has the measurements.
-
-It is used by ``vit.Block`` only while every matrix product of the block is below
-``parallel.BLAS_THREADED_FLOPS`` and its (M, D) row sums (GEMVs) below
-``rowwise.GEMV_ELEMENTS``: there one plain NumPy product is what ``F.linear`` and
-``row_sum`` do too, and BLAS runs it on one thread, so the result does not depend on the
-thread count (docs/reliability.md, G2). Larger blocks keep the composed ops, whose products
-and kernels are split across the block pool.
+``encoder_block`` runs the block's forward and backward as vit/manual.py derives them
+(``block_forward`` / ``block_backward``: a quarter of the NumPy calls of the composed ops, no
+graph inside), and the engine records one op instead of ten. ``vit.Block`` uses it while the
+block is small enough (vit/fusion.py says when, and why results stay independent of the
+thread count); larger blocks keep the composed ops, whose products and kernels are split
+across the block pool. docs/performance.md, "A fused encoder block", has the measurements.
 
 Shapes: B sequences, T tokens, D features, F hidden MLP features, M = B*T token rows.
 """
@@ -21,19 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 import minigrad as mg
-from minigrad.ops.rowwise import GEMV_ELEMENTS
-from minigrad.parallel import BLAS_THREADED_FLOPS
 
+from . import fusion
+from .fusion import floating_dtype_of, joint_vjps
 from .manual import BLOCK_PARAMS, LN_EPS, block_backward, block_forward
 
-__all__ = ["encoder_block", "fusable", "block_parameters", "FUSE_BELOW_FLOPS",
-           "FUSE_MAX_ELEMENTS"]
-
-#: ``vit.Block`` runs as one op while its largest matrix product (2·M·D·max(3D, F)) is below
-#: this; 0 turns the fused op off (every block composed from the fused ops, as before).
-FUSE_BELOW_FLOPS = BLAS_THREADED_FLOPS
-#: ... and while its tokens (B, T, D) hold at most this many numbers (its row sums are GEMVs).
-FUSE_MAX_ELEMENTS = GEMV_ELEMENTS
+__all__ = ["encoder_block", "fusable", "block_parameters"]
 
 
 @mg.op(name="encoder_block", arrays=11)
@@ -51,11 +37,6 @@ def encoder_block(t, norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b, fc1_w, f
     params = dict(zip(BLOCK_PARAMS, (norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b,
                                      fc1_w, fc1_b, fc2_w, fc2_b)))
     out, cache = block_forward(t.reshape(B * T, D), params, "", B, num_heads)
-    # The engine calls the eleven VJPs one after the other with the same cotangent: the first
-    # one runs the whole backward, each hands over its own result and forgets it (so the
-    # engine may adopt it as a buffer). A second backward pass (retain_graph) finds its
-    # result gone, or another cotangent, and runs it again.
-    state = [None, None]  # [the cotangent, the eleven gradients not yet handed over]
 
     def gradients(g):
         ln1, attn, ln2, (h, z, tau, a, w1, w2) = cache
@@ -66,24 +47,15 @@ def encoder_block(t, norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b, fc1_w, f
         dt = block_backward(g.reshape(B * T, D), caches, grads, "", B, num_heads)
         return [dt.reshape(B, T, D)] + [grads[name] for name in BLOCK_PARAMS]
 
-    def vjp(i):
-        def grad(g):
-            if state[0] is not g or state[1][i] is None:
-                state[0], state[1] = g, gradients(g)
-            result, state[1][i] = state[1][i], None
-            return result
-        return grad
-
-    return out.reshape(B, T, D), tuple(vjp(i) for i in range(11))
+    return out.reshape(B, T, D), joint_vjps(11, gradients)
 
 
 def fusable(block, t) -> bool:
     """True when ``block`` (a ``vit.Block``) may run on ``t`` as ``encoder_block``: t is a
     (B, T, D) floating array of the parameters' one dtype (float32 or float64), the norms
-    have weights and eps 1e-5, the largest product is below ``FUSE_BELOW_FLOPS`` and the
-    tokens hold at most ``FUSE_MAX_ELEMENTS`` numbers (manual.py's row sums are single GEMVs).
-    Anything else (float16, mixed dtypes, a bad shape: the composed ops cast it or name the
-    error) takes the composed path."""
+    have weights and eps 1e-5, and the block is small (vit/fusion.py). Anything else
+    (float16, mixed dtypes, a bad shape: the composed ops cast it or name the error) takes
+    the composed path."""
     data = t.data if isinstance(t, mg.Tensor) else t
     if type(data) is not np.ndarray or data.ndim != 3:
         return False
@@ -92,13 +64,9 @@ def fusable(block, t) -> bool:
     n1, n2 = block.norm1, block.norm2
     if (fc1.shape[0] != D or n1.weight is None or n2.weight is None
             or n1.eps != LN_EPS or n2.eps != LN_EPS
-            or 2.0 * B * T * D * max(3 * D, fc1.shape[1]) >= FUSE_BELOW_FLOPS
-            or B * T * D > FUSE_MAX_ELEMENTS):
+            or not fusion.small_enough(2.0 * B * T * D * max(3 * D, fc1.shape[1]), B * T * D)):
         return False
-    dtype = data.dtype
-    if dtype != np.float32 and dtype != np.float64:
-        return False
-    return all(p.dtype == dtype for p in block_parameters(block))
+    return floating_dtype_of(data, block_parameters(block)) is not None
 
 
 def block_parameters(block) -> tuple:

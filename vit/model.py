@@ -15,7 +15,7 @@ import minigrad as mg
 from minigrad import F, Tensor, checks
 from minigrad.nn import LayerNorm, Linear, Module, ModuleList, Parameter
 
-from . import manual
+from . import embed_op, head_op, manual
 from .block import Block
 from .limits import (CONFIG_KEYS, DTYPES, MAX_ACTIVATION_BYTES, MAX_DEPTH, MAX_PARAMETERS,
                      activation_bytes, check_config, current_limits, limits, parameter_count,
@@ -139,7 +139,11 @@ class TinyViT(Module):
     # ---- the differentiable model ------------------------------------------------------
     def tokens(self, x: Tensor) -> Tensor:
         """The encoder block's input, (B, C, H, W) Tensor -> (B, N+1, D): embedded patches
-        after the CLS token, plus the position embeddings."""
+        after the CLS token, plus the position embeddings. A small model does it as one op
+        (``embed_op.patch_tokens``, the same function written out by hand)."""
+        if embed_op.fusable(self, x):
+            return embed_op.patch_tokens(x, *embed_op.embedding_parameters(self),
+                                         patch_size=self.patch_size)
         if not x.requires_grad:  # images are constants: cut them with NumPy, record nothing
             x = Tensor(patchify(x.data, self.patch_size))
         else:
@@ -165,8 +169,12 @@ class TinyViT(Module):
         return self.norm(self.encode(self.tokens(x))[:, 0])
 
     def logits(self, x: Tensor) -> Tensor:
-        """(B, C, H, W) Tensor -> (B, K) differentiable logits."""
-        return self.head(self.features(x))
+        """(B, C, H, W) Tensor -> (B, K) differentiable logits: ``head(features(x))``, which a
+        small model computes as one op from the encoder's output (``head_op.cls_head``)."""
+        t = self.encode(self.tokens(x))
+        if head_op.fusable(self, t):
+            return head_op.cls_head(t, *head_op.head_parameters(self))
+        return self.head(self.norm(t[:, 0]))
 
     # ---- the NumPy contract ------------------------------------------------------------
     def images_array(self, x) -> np.ndarray:

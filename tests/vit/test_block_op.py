@@ -13,7 +13,7 @@ import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.summary import graph_summary
 from ulps import assert_close_ulps
-from vit import Block, block_op
+from vit import Block, block_op, fusion
 from vit.attention_maps import token_attention_weights
 from vit.model import TinyViT
 
@@ -31,8 +31,8 @@ def random_block(dtype, seed=0, dim=D, heads=H, hidden=FH):
 
 def run(block, x, cot, fused):
     """Output, input gradient and parameter gradients of one forward + backward."""
-    saved = block_op.FUSE_BELOW_FLOPS
-    block_op.FUSE_BELOW_FLOPS = saved if fused else 0
+    saved = fusion.FUSE_BELOW_FLOPS
+    fusion.FUSE_BELOW_FLOPS = saved if fused else 0
     try:
         block.zero_grad()
         t = Tensor(x.copy(), requires_grad=True)
@@ -40,7 +40,7 @@ def run(block, x, cot, fused):
         ops = [row[0] for row in graph_summary(out).rows]
         out.backward(cot)
     finally:
-        block_op.FUSE_BELOW_FLOPS = saved
+        fusion.FUSE_BELOW_FLOPS = saved
     grads = {name: p.grad.copy() for name, p in block.named_parameters()}
     return out.data, t.grad, grads, ops
 
@@ -83,20 +83,21 @@ def test_tinyvit_gradients_fused_equal_composed(depth):
     y = rng.integers(0, 3, 4)
 
     def grads(fused):
-        saved = block_op.FUSE_BELOW_FLOPS
-        block_op.FUSE_BELOW_FLOPS = saved if fused else 0
+        saved = fusion.FUSE_BELOW_FLOPS
+        fusion.FUSE_BELOW_FLOPS = saved if fused else 0
         try:
             model.zero_grad()
             loss = F.cross_entropy(model(x), y)
             n_ops = len(graph_summary(loss).rows)
             loss.backward()
         finally:
-            block_op.FUSE_BELOW_FLOPS = saved
+            fusion.FUSE_BELOW_FLOPS = saved
         return loss.item(), n_ops, {k: p.grad.copy() for k, p in model.named_parameters()}
 
     loss, n_fused, got = grads(True)
     ref_loss, n_composed, want = grads(False)
-    assert n_composed - n_fused == 9 * depth  # ten ops per block became one
+    # ten ops per block became one, and the embedding's four and the head's three one each
+    assert n_composed - n_fused == 9 * depth + 3 + 2
     assert_close_ulps(loss, ref_loss)
     for name in want:
         assert_close_ulps(got[name], want[name], err_msg=name)
@@ -107,7 +108,7 @@ def test_large_blocks_keep_the_composed_ops():
     """Above the threshold the block is the ten ops it was (their parallel kernels)."""
     block = random_block(np.float32, dim=64, heads=4, hidden=128)
     x = np.random.default_rng(3).standard_normal((32, 17, 64)).astype(np.float32)
-    assert 2.0 * 32 * 17 * 64 * 3 * 64 >= block_op.FUSE_BELOW_FLOPS
+    assert 2.0 * 32 * 17 * 64 * 3 * 64 >= fusion.FUSE_BELOW_FLOPS
     ops = [row[0] for row in graph_summary(block(Tensor(x, requires_grad=True))).rows]
     assert "encoder_block" not in ops and "self_attention" in ops
 
@@ -118,11 +119,11 @@ def test_float16_and_mixed_dtypes_take_the_composed_path_unchanged():
     for block, xin in [(random_block(np.float16), x.astype(np.float16)),
                        (random_block(np.float32), x)]:  # float64 tokens, float32 block
         fused = block(Tensor(xin))
-        block_op.FUSE_BELOW_FLOPS, saved = 0, block_op.FUSE_BELOW_FLOPS
+        fusion.FUSE_BELOW_FLOPS, saved = 0, fusion.FUSE_BELOW_FLOPS
         try:
             composed = block(Tensor(xin))
         finally:
-            block_op.FUSE_BELOW_FLOPS = saved
+            fusion.FUSE_BELOW_FLOPS = saved
         assert fused.dtype == composed.dtype  # (float64 tokens promote the residual sums)
         np.testing.assert_array_equal(fused.data, composed.data)
     assert not block_op.fusable(random_block(np.float16), x.astype(np.float16))
@@ -190,7 +191,7 @@ def test_largest_fused_block_gives_the_same_bits_for_any_blas_thread_count():
     below the sizes where OpenBLAS starts threads of its own."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     dim, hidden = 8, 16
-    rows = block_op.FUSE_MAX_ELEMENTS // dim  # 1024 token rows: 128 sequences of 8
+    rows = fusion.FUSE_MAX_ELEMENTS // dim  # 1024 token rows: 128 sequences of 8
     block = random_block(np.float64, seed=8, dim=dim, heads=2, hidden=hidden)
     rng = np.random.default_rng(8)
     x = rng.standard_normal((rows // 8, 8, dim))

@@ -1,0 +1,61 @@
+"""TinyViT's embedding, patches -> tokens, as ONE recorded minigrad op for small models.
+
+The composed path is four ops (``patch_embed``'s linear, ``broadcast_to`` of the CLS token,
+``concatenate`` and the position add); ``patch_tokens`` is vit/manual.py's ``embed_forward``
+and ``embed_backward`` behind one node. When and why: vit/fusion.py.
+
+Shapes: B images of C channels, H = W pixels, patch side P, N = (H/P)² patches, T = N + 1
+tokens, D features.
+"""
+from __future__ import annotations
+
+import minigrad as mg
+
+from .fusion import floating_dtype_of, joint_vjps, small_enough
+from .manual import embed_backward, embed_forward
+
+__all__ = ["patch_tokens", "fusable"]
+
+
+@mg.op(name="patch_tokens", arrays=5)
+def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size: int):
+    """images (B, C, H, W) -> t (B, T, D):  t[:, 0] = cls;  t[:, 1:] = patchify(images) W + b;
+    t += pos (when ``pos_embed`` is not None).
+
+    weight (P·P·C, D) with rows in patchify's (p1, p2, c) order, bias (D,), cls_token
+    (1, 1, D), pos_embed (1, T, D) or None. The images are a constant (no VJP).
+    VJP (vit/manual.py's ``embed_backward``; docs/backward.md §2, §3):
+    W̄ = Σ patchesᵀ t̄[:, 1:],  b̄ = Σ_{batch, patches} t̄[:, 1:],  cls̄ = Σ_batch t̄[:, 0],
+    pos̄ = Σ_batch t̄. Arguments are the caller's to check (``fusable``).
+    """
+    B = images.shape[0]
+    t, cache = embed_forward(images, weight, bias, cls_token, pos_embed, patch_size)
+    D = t.shape[1]
+    has_pos = pos_embed is not None
+
+    def gradients(g):
+        return list(embed_backward(g.reshape(-1, D), cache, B, has_pos))
+
+    vjps = joint_vjps(4 if has_pos else 3, gradients)
+    return t.reshape(B, -1, D), (None,) + vjps
+
+
+def fusable(model, x) -> bool:
+    """True when ``model`` (a TinyViT) may embed the images ``x`` (a Tensor) as
+    ``patch_tokens``: x needs no gradient, shares the parameters' one dtype (float32 or
+    float64), and the patch product and the tokens are small (vit/fusion.py)."""
+    if x.requires_grad:  # the composed path differentiates the images too
+        return False
+    data = x.data
+    B, C, H, W = data.shape
+    P = model.patch_size
+    N, D = (H // P) * (W // P), model.patch_embed.weight.shape[1]
+    if not small_enough(2.0 * B * N * P * P * C * D, B * (N + 1) * D):
+        return False
+    return floating_dtype_of(data, embedding_parameters(model)) is not None
+
+
+def embedding_parameters(model) -> list:
+    """The embedding's parameters that exist: weight, bias, CLS token and position embeddings."""
+    params = [model.patch_embed.weight, model.patch_embed.bias, model.cls_token]
+    return params if model.pos_embed is None else params + [model.pos_embed]

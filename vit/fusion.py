@@ -1,0 +1,71 @@
+"""When vit runs a whole stage of a small model as ONE recorded minigrad op, and how.
+
+On a tiny model (config A of benchmarks/train_step.py) a training step is interpreter
+overhead: each recorded op costs its dispatch, its node and its VJP calls, and each NumPy call
+about a microsecond whatever the array. So below the sizes here the stages of TinyViT run as
+single ops whose forward and backward are vit/manual.py's hand-derived functions:
+
+- ``embed_op.patch_tokens``: patches @ W + b, the CLS token and the position embeddings;
+- ``block_op.encoder_block``: a whole pre-norm encoder block;
+- ``head_op.cls_head``: the CLS row, the final LayerNorm and the classifier head.
+
+Every matrix product of a fused stage is below ``parallel.BLAS_THREADED_FLOPS`` and its row
+sums (GEMVs) cover at most ``rowwise.GEMV_ELEMENTS`` numbers: there one plain NumPy product is
+what ``F.linear`` and ``row_sum`` do too, BLAS runs it on one thread, and the result does not
+depend on the thread count (docs/reliability.md, G2). Larger stages keep the composed ops,
+whose products and kernels are split across the block pool. docs/performance.md, "A fused
+encoder block" and "The embedding and the head as single ops", has the measurements.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from minigrad.ops.rowwise import GEMV_ELEMENTS
+from minigrad.parallel import BLAS_THREADED_FLOPS
+
+__all__ = ["FUSE_BELOW_FLOPS", "FUSE_MAX_ELEMENTS", "small_enough", "floating_dtype_of",
+           "joint_vjps"]
+
+#: A stage runs as one op while its largest matrix product (2·m·n·k FLOPs) is below this;
+#: 0 turns every fused op off (the model composed from minigrad's ops, as before).
+FUSE_BELOW_FLOPS = BLAS_THREADED_FLOPS
+#: ... and while its token rows (B, T, D) hold at most this many numbers (row sums are GEMVs).
+FUSE_MAX_ELEMENTS = GEMV_ELEMENTS
+
+
+def small_enough(largest_product_flops: float, elements: int) -> bool:
+    """True when a stage whose largest product costs ``largest_product_flops`` and whose
+    activations hold ``elements`` numbers may run as one op (the bounds above)."""
+    return largest_product_flops < FUSE_BELOW_FLOPS and elements <= FUSE_MAX_ELEMENTS
+
+
+def floating_dtype_of(data, params: Sequence) -> np.dtype | None:
+    """The one dtype, float32 or float64, that the array ``data`` and every parameter (Tensor)
+    share, or None (float16, mixed dtypes: the composed ops cast them or name the error)."""
+    dtype = data.dtype
+    if dtype != np.float32 and dtype != np.float64:
+        return None
+    return dtype if all(p.dtype == dtype for p in params) else None
+
+
+def joint_vjps(count: int, gradients: Callable[[np.ndarray], list]) -> tuple:
+    """``count`` VJPs that share one backward computation, ``gradients(g) -> [x̄_0, ...]``.
+
+    The engine calls an op's VJPs one after the other with the same cotangent: the first call
+    runs ``gradients`` once for every input, and each VJP hands over its own result and
+    forgets it (so the engine may adopt the array as a gradient buffer). A second backward
+    pass (``retain_graph``) finds its result gone, or another cotangent, and runs it again.
+    """
+    state = [None, None]  # [the cotangent, the gradients not yet handed over]
+
+    def vjp(i: int):
+        def grad(g):
+            if state[0] is not g or state[1][i] is None:
+                state[0], state[1] = g, gradients(g)
+            result, state[1][i] = state[1][i], None
+            return result
+        return grad
+
+    return tuple(vjp(i) for i in range(count))
