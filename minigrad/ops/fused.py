@@ -20,11 +20,15 @@ __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "lo
 def log_softmax_array(x: np.ndarray, axis: int) -> np.ndarray:
     """x - logsumexp(x) along ``axis`` on plain arrays (no graph): the forward shared by
     ``log_softmax`` and ``cross_entropy``."""
-    # initial=-inf: over an empty axis the result is empty, not NumPy's reduction error
-    shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    if x.size and x.ndim and axis in (-1, x.ndim - 1):  # rows: the classes of a loss
+        # row_max is exact, so this is np.max's value, without its per-row cost on short rows
+        shifted = x - row_max(x.reshape(-1, x.shape[-1])).reshape(x.shape[:-1] + (1,))
+    else:  # initial=-inf: over an empty axis the result is empty, not NumPy's reduction error
+        shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     if not shifted.size:  # nothing to normalise (and no log of an empty sum)
         return shifted
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    # np.add.reduce is np.sum without its Python wrapper: the same bits
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
 
 
 @op(arrays=1)

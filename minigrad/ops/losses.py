@@ -191,9 +191,11 @@ def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
         raise ValueError(f"{owner} target: got integer labels of shape {labels.shape}; "
                          f"expected shape {shape}")
     keep = labels != ignore_index
-    every = keep.all()  # the common case: nothing ignored, no copies
+    every = bool(np.logical_and.reduce(keep, axis=None))  # the common case: nothing ignored
     kept = labels if every else labels[keep]
-    if kept.size and (kept.min() < 0 or kept.max() >= C):
+    # the ufuncs' own reductions: min() and max() without NumPy's Python wrappers
+    if kept.size and (np.minimum.reduce(kept, axis=None) < 0
+                      or np.maximum.reduce(kept, axis=None) >= C):
         raise ValueError(f"{owner} target: got labels in [{kept.min()}, {kept.max()}]; "
                          f"expected class indices in [0, {C - 1}] (or ignore_index, "
                          f"{ignore_index})")
