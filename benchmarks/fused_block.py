@@ -1,16 +1,18 @@
-"""The fused encoder block (vit/block_op.py) against the composed one, in one process.
+"""A small model's stages as single ops (vit/fusion.py) against the composed ops, in one process.
 
     python benchmarks/fused_block.py                    # configs A-D, default threads
     python benchmarks/fused_block.py --threads 1 --configs A,B
 
 Implementations, each a full minigrad float32 TinyViT step of benchmarks/train_step.py from
-the same weights: ``composed`` (``fusion.FUSE_BELOW_FLOPS = 0``: the block as ten ops),
-``fused`` (the default threshold: one op where the block is small), ``forced`` (the fused op
-at every size, to see what the threshold keeps out), ``manual`` and ``torch``. The threshold
+the same weights: ``composed`` (``fusion.FUSE_BELOW_FLOPS = 0``: the embedding as four ops,
+each block as ten, the head as three), ``fused`` (the default threshold: one op per stage
+where the model is small), ``forced`` (the fused ops at every size, to see what the threshold
+keeps out), ``manual`` and ``torch``. The threshold
 is set around each step, so all run interleaved in train_step's round-robin turns. Prints the
 median and min ms per step and the ratios of medians. ``--pairs N`` instead alternates
 composed and fused steps one by one, N pairs (the steadiest ratio on a busy machine).
-docs/performance.md, "A fused encoder block", records runs.
+docs/performance.md, "A fused encoder block" and "The embedding and the head as single ops",
+records runs.
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ PATH_TOKEN = re.compile(
 # The short names the docs use for minigrad's and vit's objects (`mg.op`, `F.linear`,
 # `TinyViT.predict`); `nn.` is left out: the docs also speak of torch's `nn.Linear`.
 ALIASES = {"mg": "minigrad", "F": "minigrad.functional", "Tensor": "minigrad.Tensor",
-           "TinyViT": "vit.model.TinyViT", "TrainOptions": "vit.train.TrainOptions"}
+           "TinyViT": "vit.model.TinyViT", "TrainOptions": "vit.options.TrainOptions"}
 DOTTED = re.compile(
     r"(?<![\w./-])(?:minigrad|vit|" + "|".join(ALIASES) + r")(?:\.[A-Za-z_]\w*)+(?![\w/-])"
 )

@@ -262,7 +262,7 @@ def check_progress(ck: Checkpoint, steps_per_epoch: int, where: str) -> None:
 
 
 def _options_entry(arrays: dict, where: str):
-    from .train import TrainOptions  # vit.train imports this module
+    from .options import TrainOptions  # imported late: vit.train imports this module first
     values = json_entry(arrays["options"], f"{where}: entry 'options'")
     if not isinstance(values, dict):
         raise ValueError(f"{where}: entry 'options' is a JSON {type(values).__name__}; "
