@@ -159,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch", type=positive_int, default=3, help="images (default 3)")
     g.add_argument("--classes", type=positive_int, default=3, help="classes (default 3)")
     g.add_argument("--img-size", type=positive_int, default=8, help="image side (default 8)")
+    g.add_argument("--depth", type=positive_int, default=1,
+                   help=f"encoder blocks (default 1; at most {MAX_DEPTH})")
     g.add_argument("--fast", action="store_true", help="random directions, not every element")
     g.add_argument("--seed", type=natural, default=0)
     g.set_defaults(func=cmd_gradcheck)
@@ -310,7 +312,8 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     model = TinyViT(img_size=args.img_size, patch_size=args.patch_size, dim=args.dim,
                     num_heads=args.heads, mlp_dim=args.mlp_dim, num_classes=args.classes,
-                    use_pos_emb=not args.no_pos_emb, dtype=np.float64, seed=args.seed)
+                    use_pos_emb=not args.no_pos_emb, depth=args.depth, dtype=np.float64,
+                    seed=args.seed)
     x = rng.standard_normal((args.batch, 1, args.img_size, args.img_size))
     soft = mixup(x, rng.integers(0, args.classes, args.batch), args.classes, rng=rng).y
     names, params = zip(*model.named_parameters())

@@ -161,6 +161,7 @@ SEMANTIC = {  # id -> (args, words the one line must hold)
     "plot-missing-run": (["plot", "nothing"], ["nothing", "metrics.jsonl"]),
     "gradcheck-heads-not-dividing-dim": (["gradcheck", "--dim", "8", "--heads", "3"],
                                          ["num_heads", "3"]),
+    "gradcheck-depth-past-the-limit": (["gradcheck", "--depth", "100000"], ["depth", "100000"]),
     "gradcheck-patch-not-dividing-image": (["gradcheck", "--img-size", "6"], ["patch_size",
                                                                              "img_size = 6"]),
 }

@@ -322,6 +322,15 @@ def test_gradcheck_command_passes_and_prints_a_table(capsys):
         assert name in out
 
 
+def test_gradcheck_command_checks_every_block_of_a_deeper_model(capsys):
+    status, out, _ = run(["gradcheck", "--dim", 8, "--heads", 2, "--mlp-dim", 8, "--batch", 2,
+                          "--depth", 2, "--fast"], capsys)
+    assert status == 0 and "gradcheck passed" in out
+    for name in ("blocks.0.attn.qkv.weight", "blocks.1.mlp.fc2.bias"):
+        assert name in out
+    assert "block.attn" not in out  # depth 2 names its blocks blocks.0 and blocks.1
+
+
 def test_python_dash_m_vit(tmp_path):
     done = subprocess.run([sys.executable, "-m", "vit", "train", "--batch-size", "0"],
                           capture_output=True, text=True)
