@@ -94,17 +94,22 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     The bounds are closed unless ``low_open`` / ``high_open``; NaN and infinities are
     refused unless ``finite=False`` (a fill value such as ``-inf`` padding; the bounds are
     then not checked either). Returning a Python float keeps float32 arrays float32 when the
-    value is mixed into them.
+    value is mixed into them. Any ``numbers.Real`` is accepted (int, Fraction, NumPy numbers);
+    ``Decimal`` is not one and is refused. A number beyond float64's range (``10**400``, a
+    long double ``1e4000``) is a ValueError, whatever the bounds.
     """
     label = _label(name, owner)
     if type(value) is not float and (isinstance(value, bool)
                                      or not isinstance(value, numbers.Real)):
         raise TypeError(f"{label}: got {shown(value)}; expected a real number")
     expected = "a finite number" if not finite else _interval(low, high, low_open, high_open)
+    given = value
     try:
         value = _converted(float, value, label, "a real number")
-    except OverflowError:  # an int or Fraction past 1.8e308: out of range, whatever the bounds
-        raise ValueError(f"{label}: got {shown(value)}; expected {expected} (it is too large "
+        if math.isinf(value) and isinstance(given, np.floating) and np.isfinite(given):
+            raise OverflowError  # a long double past float64's range turns into inf
+    except OverflowError:  # an int or Fraction past 1.8e308
+        raise ValueError(f"{label}: got {shown(given)}; expected {expected} (it is too large "
                          "for a float)") from None
     if not finite:
         return value
