@@ -376,28 +376,34 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.stack: _joiner("np.stack", ops.stack),
     # issue 14: contractions, reductions, scans (ops/contract.py, reduce.py, scan.py)
     np.einsum: _einsum, np.tensordot: ops.tensordot, np.outer: _outer, np.inner: ops.inner,
-    np.std: _spread("np.std", ops.std), np.prod: _prod, np.linalg.norm: _norm, np.round: _rounding("np.round"),
+    np.std: _spread("np.std", ops.std), np.prod: _prod, np.linalg.norm: _norm,
+    np.round: _rounding("np.round"), np.around: _rounding("np.around"),
     np.cumsum: _scan("np.cumsum", ops.cumsum), np.cumprod: _scan("np.cumprod", ops.cumprod),
     np.argmax: _arg("np.argmax", ops.argmax), np.argmin: _arg("np.argmin", ops.argmin),
     np.any: _truth("np.any", ops.any), np.all: _truth("np.all", ops.all),
-    np.around: _rounding("np.around"),
-    np.cumulative_sum: _cumulative("np.cumulative_sum", ops.cumsum),
-    np.cumulative_prod: _cumulative("np.cumulative_prod", ops.cumprod),
     # shape and indexing ops (ops/shape.py, indexing.py), with NumPy's argument names and
     # defaults (the ops of the same name have NumPy's own where no lambda stands)
     np.flip: lambda m, axis=None: ops.flip(m, axis), np.fliplr: lambda m: ops.flip(m, 1),
     np.flipud: lambda m: ops.flip(m, 0), np.roll: ops.roll, np.repeat: ops.repeat,
     np.tile: lambda A, reps: ops.tile(A, reps), np.moveaxis: ops.moveaxis,
     np.tril: _triangle(ops.tril), np.triu: _triangle(ops.triu), np.trace: _trace,
-    np.diagonal: ops.diagonal, np.pad: _pad, np.astype: _astype,
+    np.diagonal: ops.diagonal, np.pad: _pad,
     np.take_along_axis: lambda arr, indices, axis=-1: ops.take_along_axis(arr, indices, axis),
-    np.matrix_transpose: _matrix_transpose, np.linalg.matrix_transpose: _matrix_transpose,
-    np.linalg.matmul: lambda x1, x2, /: ops.matmul(x1, x2), np.linalg.outer: _linalg_outer,
-    np.linalg.tensordot: lambda x1, x2, /, *, axes=2: ops.tensordot(x1, x2, axes),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: ops.trace(_cast(x, dtype), offset,
-                                                                      -2, -1),
-    np.linalg.diagonal: lambda x, /, *, offset=0: ops.diagonal(x, offset, -2, -1),
 }
+# The Array API spellings of NumPy 2.0 (cumulative_sum/prod: 2.1), where this NumPy has them
+for _module, _function, _handler in (
+        (np, "astype", _astype), (np, "matrix_transpose", _matrix_transpose),
+        (np, "cumulative_sum", _cumulative("np.cumulative_sum", ops.cumsum)),
+        (np, "cumulative_prod", _cumulative("np.cumulative_prod", ops.cumprod)),
+        (np.linalg, "matrix_transpose", _matrix_transpose), (np.linalg, "outer", _linalg_outer),
+        (np.linalg, "matmul", lambda x1, x2, /: ops.matmul(x1, x2)),
+        (np.linalg, "tensordot", lambda x1, x2, /, *, axes=2: ops.tensordot(x1, x2, axes)),
+        (np.linalg, "trace", lambda x, /, *, offset=0, dtype=None: ops.trace(
+            _cast(x, dtype), offset, -2, -1)),
+        (np.linalg, "diagonal", lambda x, /, *, offset=0: ops.diagonal(x, offset, -2, -1))):
+    if hasattr(_module, _function):
+        FUNCTIONS[getattr(_module, _function)] = _handler
+del _module, _function, _handler
 #: Functions that only read the shape: they answer as for ``t.data``.
 METADATA: dict[Callable, Callable] = {
     np.shape: lambda a: _shape(a), np.ndim: lambda a: len(_shape(a)),

@@ -164,11 +164,12 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     Before anything is allocated: the path must be a regular file (``vit.files.open_regular``)
     and a zip archive (its first bytes) whose end records declare at most ``MAX_NPZ_MEMBERS``
     entries, held in a central directory of at most ``MAX_DIRECTORY_BYTES`` that ends where
-    they begin (checked by ``_check_directory`` before zipfile parses it); every member a plain ``.npy`` array whose header is
-    at most ``MAX_HEADER_BYTES`` and declares a dtype of ``MEMBER_KINDS`` of itemsize > 0 (so
-    the element count is bounded with the bytes; strings only 0-d, at most ``MAX_TEXT_CHARS``)
-    and a shape whose data is exactly the rest of the member; and all the arrays together at most
-    ``vit.files.decoded_limit(file size, max_bytes)`` bytes. Members are then inflated in
+    they begin (``_check_directory``, before zipfile parses it); every member a plain ``.npy``
+    array whose header is at most ``MAX_HEADER_BYTES`` and declares a dtype of
+    ``MEMBER_KINDS`` of itemsize > 0 (so the element count is bounded with the bytes; strings
+    only 0-d, at most ``MAX_TEXT_CHARS``) and a shape whose data is exactly the rest of the
+    member; and all the arrays together at most ``vit.files.decoded_limit(file size,
+    max_bytes)`` bytes. Members are then inflated in
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).
     """

@@ -22,8 +22,11 @@ from hostile_util import run_limited
 from vit import npz
 from vit.npz import MAX_NPZ_MEMBERS, load_npz
 
-EOCD = struct.Struct("<4s4H2LH")  # signature, disk, cd disk, entries here, entries, size, offset, comment
-ZIP64_END = struct.Struct("<4sQ2H2L4Q")  # signature, record size, made by, needed, disk, cd disk, entries here, entries, size, offset
+# signature, disk, directory's disk, entries on this disk, entries, size, offset, comment
+EOCD = struct.Struct("<4s4H2LH")
+# signature, record size, made by, needed, disk, directory's disk, entries on this disk,
+# entries, size, offset
+ZIP64_END = struct.Struct("<4sQ2H2L4Q")
 ZIP64_LOCATOR = struct.Struct("<4sLQL")  # signature, zip64 end disk, its offset, disks
 CD_ENTRY = struct.Struct("<4s6H3L5H2L")  # fixed part of a central directory header (46 bytes)
 LOCAL = struct.Struct("<4s5H3L2H")  # fixed part of a local file header (30 bytes)
