@@ -7,19 +7,50 @@ an integer >= 1")``.
 
 ``bool`` is a subclass of ``int`` in Python, but ``True`` passed as a size or a rate is a
 mistake, not a 1: every numeric check here refuses bools.
+
+A message shows the value through :func:`shown`, which caps its length: a hostile value (a
+million-element list, an int of a million digits) gives a short message, never its whole repr.
 """
 from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 __all__ = [
     "integer", "positive_int", "real", "boolean", "choice", "floating_dtype",
-    "state_mapping", "state_keys", "StateDictKeyError",
+    "state_mapping", "state_keys", "StateDictKeyError", "shown",
 ]
+
+#: Values shown in messages: strings and other reprs cut to about 60 characters, containers
+#: to their first few items (``[0, 1, 2, 3, 4, 5, ...]``).
+_REPR = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+for _attr, _n in (("maxlevel", 2), ("maxlist", 6), ("maxtuple", 6), ("maxset", 6),
+                  ("maxfrozenset", 6), ("maxdict", 4), ("maxdeque", 6), ("maxarray", 6),
+                  ("maxstring", 60), ("maxother", 60)):
+    setattr(_REPR, _attr, _n)
+_REPR.repr_int = lambda value, level: _int_text(value)
+_BIG_INT = 10**30  # wider ints are shown by magnitude (str() of 4,300+ digits even raises)
+
+
+def _int_text(value: int) -> str:
+    if -_BIG_INT < value < _BIG_INT:
+        return repr(int(value))
+    return f"an integer of about {'-' if value < 0 else ''}10**{int(math.log10(abs(value)))}"
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a message, at most about 60 characters (a repr that raises is
+    named by its type)."""
+    if type(value) is int:
+        return _int_text(value)
+    try:
+        return _REPR.repr(value)
+    except Exception:  # a broken __repr__ must not replace the error being reported
+        return f"<{type(value).__name__} object>"
 
 
 def _label(name: str, owner: str | None) -> str:
@@ -36,8 +67,9 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
     label = _label(name, owner)
     if type(value) is not int and (isinstance(value, bool)
                                    or not isinstance(value, numbers.Integral)):
-        raise TypeError(f"{label}: got {value!r}; expected an integer")
-    value = int(value)
+        raise TypeError(f"{label}: got {shown(value)}; expected an integer")
+    if type(value) is not int:
+        value = _converted(int, value, label, "an integer")  # NumPy ints and the like
     if (low is not None and value < low) or (high is not None and value > high):
         if high is None:
             expected = f"an integer >= {low}"
@@ -45,7 +77,7 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
             expected = f"an integer <= {high}"
         else:
             expected = f"an integer in [{low}, {high}]"
-        raise ValueError(f"{label}: got {value}; expected {expected}")
+        raise ValueError(f"{label}: got {_int_text(value)}; expected {expected}")
     return value
 
 
@@ -62,19 +94,29 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     The bounds are closed unless ``low_open`` / ``high_open``; NaN and infinities are
     refused unless ``finite=False`` (a fill value such as ``-inf`` padding; the bounds are
     then not checked either). Returning a Python float keeps float32 arrays float32 when the
-    value is mixed into them.
+    value is mixed into them. Any ``numbers.Real`` is accepted (int, Fraction, NumPy numbers);
+    ``Decimal`` is not one and is refused. A number beyond float64's range (``10**400``, a
+    long double ``1e4000``) is a ValueError, whatever the bounds.
     """
     label = _label(name, owner)
     if type(value) is not float and (isinstance(value, bool)
                                      or not isinstance(value, numbers.Real)):
-        raise TypeError(f"{label}: got {value!r}; expected a real number")
-    value = float(value)
+        raise TypeError(f"{label}: got {shown(value)}; expected a real number")
+    expected = "a finite number" if not finite else _interval(low, high, low_open, high_open)
+    given = value
+    try:
+        value = _converted(float, value, label, "a real number")
+        if math.isinf(value) and isinstance(given, np.floating) and np.isfinite(given):
+            raise OverflowError  # a long double past float64's range turns into inf
+    except OverflowError:  # an int or Fraction past 1.8e308
+        raise ValueError(f"{label}: got {shown(given)}; expected {expected} (it is too large "
+                         "for a float)") from None
     if not finite:
         return value
     above = value > low if low_open else value >= low
     below = value < high if high_open else value <= high
     if not (above and below and math.isfinite(value)):
-        raise ValueError(f"{label}: got {value}; expected {_interval(low, high, low_open, high_open)}")
+        raise ValueError(f"{label}: got {value}; expected {expected}")
     return value
 
 
@@ -88,11 +130,30 @@ def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
     return f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
 
+def _converted(kind: type, value: Any, label: str, expected: str) -> Any:
+    """``kind(value)`` of a registered number; a TypeError if its ``__int__``/``__float__``
+    raises or returns something else (``float``'s OverflowError passes through: the value is
+    a number, but too large)."""
+    try:
+        converted = kind(value)
+    except OverflowError:
+        if kind is float:
+            raise
+        converted = None  # int() never overflows: its __int__ is broken
+    except Exception as e:  # user code: any exception means it is not usable as a number
+        raise TypeError(f"{label}: got {shown(value)}; expected {expected} ({kind.__name__}() "
+                        f"of it raised {type(e).__name__})") from None
+    if type(converted) is not kind:
+        raise TypeError(f"{label}: got {shown(value)}; expected {expected} ({kind.__name__}() "
+                        f"of it gave {type(converted).__name__})")
+    return converted
+
+
 def boolean(name: str, value: Any, *, owner: str | None = None) -> bool:
     """``value`` if it is ``True`` or ``False`` (or a NumPy bool); anything else is a TypeError
     (``"False"`` and ``0`` are not accepted as flags)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{_label(name, owner)}: got {value!r}; expected True or False")
+        raise TypeError(f"{_label(name, owner)}: got {shown(value)}; expected True or False")
     return bool(value)
 
 
@@ -100,10 +161,11 @@ def choice(name: str, value: Any, options: Iterable[str], *, owner: str | None =
     """``value`` if it is one of the string ``options``."""
     options = tuple(options)
     label = _label(name, owner)
+    expected = ", ".join(map(repr, options))
     if not isinstance(value, str):
-        raise TypeError(f"{label}: got {value!r}; expected one of {', '.join(map(repr, options))}")
+        raise TypeError(f"{label}: got {shown(value)}; expected one of {expected}")
     if value not in options:
-        raise ValueError(f"{label}: got {value!r}; expected one of {', '.join(map(repr, options))}")
+        raise ValueError(f"{label}: got {shown(value)}; expected one of {expected}")
     return value
 
 
@@ -111,10 +173,10 @@ def floating_dtype(name: str, value: Any, *, owner: str | None = None) -> np.dty
     """``np.dtype(value)`` if it is a floating dtype (float16, float32, float64)."""
     try:
         dtype = np.dtype(value)
-    except TypeError:
+    except Exception:  # NumPy refuses what is no dtype with TypeError, ValueError, SyntaxError...
         dtype = None
     if dtype is None or dtype.kind != "f":
-        raise TypeError(f"{_label(name, owner)}: got {value!r}; expected a floating dtype "
+        raise TypeError(f"{_label(name, owner)}: got {shown(value)}; expected a floating dtype "
                         "(np.float32, np.float64)")
     return dtype
 
@@ -139,11 +201,25 @@ def state_mapping(owner: str, state: Any) -> None:
 
 
 def state_keys(owner: str, state: Mapping[str, Any], expected: set) -> None:
-    """Refuse a state dict whose keys are not exactly ``expected``, listing both differences."""
-    missing = sorted(expected - set(state))
-    unexpected = sorted(set(state) - expected)
-    if missing or unexpected:
+    """Refuse a state dict whose keys are not exactly ``expected``, listing both differences
+    (the first ``_KEYS_SHOWN`` of each, in order, strings before other keys)."""
+    keys = set(state)
+    missing, unexpected = _listed(expected - keys), _listed(keys - expected)
+    if missing != "[]" or unexpected != "[]":
         raise StateDictKeyError(
             f"{owner}.load_state_dict: missing keys {missing}, unexpected keys {unexpected}; "
             "expected exactly the keys of its state_dict()"
         )
+
+
+_KEYS_SHOWN = 10
+
+
+def _listed(keys: set) -> str:
+    """``['a', 'b']``, or ``['a', ..., 'j', ... and 990 more]``; keys of mixed types sort."""
+    ordered = sorted(keys, key=lambda k: (not isinstance(k, str), k if isinstance(k, str)
+                                          else type(k).__name__, shown(k)))
+    items = [shown(k) for k in ordered[:_KEYS_SHOWN]]
+    if len(ordered) > _KEYS_SHOWN:
+        items.append(f"... and {len(ordered) - _KEYS_SHOWN:,} more")
+    return f"[{', '.join(items)}]"

@@ -74,6 +74,12 @@ _HINTS = {  # a differentiable spelling, where there is one
     "np.average": "; np.mean, or np.sum(w * t) / np.sum(w), is differentiable",
     "np.fmax": "; np.maximum is differentiable", "np.fmin": "; np.minimum is differentiable",
     "np.copy": "; ops never write into their inputs, so t itself serves",
+    "np.diag": "; np.diagonal (of a 2-d Tensor) is differentiable",
+    "np.put_along_axis": "; F.put_along_axis(a, indices, values, axis) is differentiable and "
+                         "returns a new Tensor (NumPy's writes into its input)",
+    "np.rot90": "; np.flip, np.swapaxes and np.transpose are differentiable",
+    "np.linalg.vector_norm": "; np.linalg.norm is differentiable",
+    "np.linalg.matrix_norm": "; np.linalg.norm is differentiable",
 }
 
 
@@ -188,26 +194,17 @@ def _extremum(name, op):
     return extremum
 
 
-def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
-         correction=None):
-    _options("np.var", out, where, mean=mean)
-    if correction is not None:
-        if ddof != 0:
-            raise ValueError(f"np.var: got ddof={ddof!r} and correction={correction!r}; "
-                             "expected one of them (correction is the Array API's ddof)")
-        ddof = correction
-    return ops.var(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
-
-
-def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
-         correction=None):
-    _options("np.std", out, where, mean=mean)
-    if correction is not None:
-        if ddof != 0:
-            raise ValueError(f"np.std: got ddof={ddof!r} and correction={correction!r}; "
-                             "expected one of them (correction is the Array API's ddof)")
-        ddof = correction
-    return ops.std(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
+def _spread(name, op):
+    def spread(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+               mean=None, correction=None):
+        _options(name, out, where, mean=mean)
+        if correction is not None:
+            if ddof != 0:
+                raise ValueError(f"{name}: got ddof={ddof!r} and correction={correction!r}; "
+                                 "expected one of them (correction is the Array API's ddof)")
+            ddof = correction
+        return op(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
+    return spread
 
 
 def _prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
@@ -247,9 +244,11 @@ def _outer(a, b, out=None):
     return ops.outer(a, b)
 
 
-def _round(a, decimals=0, out=None):
-    _options("np.round", out)
-    return ops.round(a, decimals)
+def _rounding(name):
+    def round_(a, decimals=0, out=None):
+        _options(name, out)
+        return ops.round(a, decimals)
+    return round_
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
@@ -308,9 +307,66 @@ def _clip(a, a_min=_GIVEN_NOT, a_max=_GIVEN_NOT, out=None, *, min=_GIVEN_NOT, ma
     return ops.clip(a, *bounds)
 
 
+# ---- shape and indexing ops (ops/shape.py, ops/indexing.py), under NumPy's names -----------
+def _triangle(op):
+    def triangle(m, k=0):
+        if len(_shape(m)) == 1:  # NumPy's 1-d case: the vector as every row, then the triangle
+            m = ops.broadcast_to(m, _shape(m) * 2)
+        return op(m, k)
+    return triangle
+
+
+def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    _options("np.trace", out)
+    return ops.trace(_cast(a, dtype), offset, axis1, axis2)
+
+
+def _pad(array, pad_width, mode="constant", **kwargs):
+    """np.pad's 'constant' (a scalar constant_values), 'reflect' (reflect_type 'even') and
+    'edge': F.pad's modes."""
+    value = kwargs.pop("constant_values", 0) if _is(mode, "constant") else 0
+    if _is(mode, "reflect") and _is(kwargs.get("reflect_type", "even"), "even"):
+        kwargs.pop("reflect_type", None)
+    if not any(_is(mode, m) for m in ("constant", "reflect", "edge")):
+        raise _unsupported("np.pad", "mode", mode)
+    if kwargs:  # stat_length=, end_values=, reflect_type='odd', another mode's options
+        raise _unsupported("np.pad", *next(iter(kwargs.items())))
+    if isinstance(value, Tensor) or np.ndim(value) != 0:
+        raise _unsupported("np.pad", "constant_values", value)  # F.pad takes one constant
+    return ops.pad(array, pad_width, mode, float(value))
+
+
+def _astype(x, dtype, /, *, copy=True, device=None):
+    _options("np.astype", device=None if device in (None, "cpu") else device)
+    return ops.astype(x, dtype)  # a new Tensor either way: copy=False has nothing to save
+
+
+def _cumulative(name, op):
+    def cumulative(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        _options(name, out, include_initial=True if include_initial else None)
+        if axis is None and len(_shape(x)) != 1:
+            raise ValueError(f"{name}: got axis=None for a {len(_shape(x))}-d input; expected "
+                             "an axis (None only for 1-d inputs, as in NumPy)")
+        return op(_cast(x, dtype), axis=0 if axis is None else axis)
+    return cumulative
+
+
+def _matrix_transpose(x, /):
+    if len(_shape(x)) < 2:
+        raise ValueError(f"np.matrix_transpose: got shape {_shape(x)}; expected >= 2-d")
+    return ops.swapaxes(x, -1, -2)
+
+
+def _linalg_outer(x1, x2, /):
+    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:  # np.outer flattens, this does not
+        raise ValueError(f"np.linalg.outer: got shapes {_shape(x1)} and {_shape(x2)}; "
+                         "expected 1-d inputs")
+    return ops.outer(x1, x2)
+
+
 #: NumPy function -> handler with NumPy's signature, recording the op(s) it names.
 FUNCTIONS: dict[Callable, Callable] = {
-    np.sum: _sum, np.mean: _mean, np.var: _var,
+    np.sum: _sum, np.mean: _mean, np.var: _spread("np.var", ops.var),
     np.max: _extremum("np.max", ops.max), np.amax: _extremum("np.amax", ops.max),
     np.min: _extremum("np.min", ops.min), np.amin: _extremum("np.amin", ops.min),
     np.reshape: _reshape, np.ravel: _ravel, np.transpose: _transpose,
@@ -320,11 +376,34 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.stack: _joiner("np.stack", ops.stack),
     # issue 14: contractions, reductions, scans (ops/contract.py, reduce.py, scan.py)
     np.einsum: _einsum, np.tensordot: ops.tensordot, np.outer: _outer, np.inner: ops.inner,
-    np.std: _std, np.prod: _prod, np.linalg.norm: _norm, np.round: _round,
+    np.std: _spread("np.std", ops.std), np.prod: _prod, np.linalg.norm: _norm,
+    np.round: _rounding("np.round"), np.around: _rounding("np.around"),
     np.cumsum: _scan("np.cumsum", ops.cumsum), np.cumprod: _scan("np.cumprod", ops.cumprod),
     np.argmax: _arg("np.argmax", ops.argmax), np.argmin: _arg("np.argmin", ops.argmin),
     np.any: _truth("np.any", ops.any), np.all: _truth("np.all", ops.all),
+    # shape and indexing ops (ops/shape.py, indexing.py), with NumPy's argument names and
+    # defaults (the ops of the same name have NumPy's own where no lambda stands)
+    np.flip: lambda m, axis=None: ops.flip(m, axis), np.fliplr: lambda m: ops.flip(m, 1),
+    np.flipud: lambda m: ops.flip(m, 0), np.roll: ops.roll, np.repeat: ops.repeat,
+    np.tile: lambda A, reps: ops.tile(A, reps), np.moveaxis: ops.moveaxis,
+    np.tril: _triangle(ops.tril), np.triu: _triangle(ops.triu), np.trace: _trace,
+    np.diagonal: ops.diagonal, np.pad: _pad,
+    np.take_along_axis: lambda arr, indices, axis=-1: ops.take_along_axis(arr, indices, axis),
 }
+# The Array API spellings of NumPy 2.0 (cumulative_sum/prod: 2.1), where this NumPy has them
+for _module, _function, _handler in (
+        (np, "astype", _astype), (np, "matrix_transpose", _matrix_transpose),
+        (np, "cumulative_sum", _cumulative("np.cumulative_sum", ops.cumsum)),
+        (np, "cumulative_prod", _cumulative("np.cumulative_prod", ops.cumprod)),
+        (np.linalg, "matrix_transpose", _matrix_transpose), (np.linalg, "outer", _linalg_outer),
+        (np.linalg, "matmul", lambda x1, x2, /: ops.matmul(x1, x2)),
+        (np.linalg, "tensordot", lambda x1, x2, /, *, axes=2: ops.tensordot(x1, x2, axes)),
+        (np.linalg, "trace", lambda x, /, *, offset=0, dtype=None: ops.trace(
+            _cast(x, dtype), offset, -2, -1)),
+        (np.linalg, "diagonal", lambda x, /, *, offset=0: ops.diagonal(x, offset, -2, -1))):
+    if hasattr(_module, _function):
+        FUNCTIONS[getattr(_module, _function)] = _handler
+del _module, _function, _handler
 #: Functions that only read the shape: they answer as for ``t.data``.
 METADATA: dict[Callable, Callable] = {
     np.shape: lambda a: _shape(a), np.ndim: lambda a: len(_shape(a)),

@@ -16,7 +16,7 @@ from .atomic import write_atomic
 from .files import MAX_DECODED_BYTES, decoded_limit, fspath, open_regular, read_into, shorten
 
 __all__ = ["save_npz_atomic", "load_npz", "json_entry", "MAX_NPZ_BYTES", "MAX_NPZ_MEMBERS",
-           "MAX_HEADER_BYTES", "MAX_TEXT_CHARS", "MEMBER_KINDS"]
+           "MAX_HEADER_BYTES", "MAX_TEXT_CHARS", "MEMBER_KINDS", "MAX_DIRECTORY_BYTES"]
 
 
 #: The most bytes the arrays of one ``.npz`` may declare, all together (checked against each
@@ -35,7 +35,23 @@ MAX_TEXT_CHARS = 1 << 16
 #: 0-d unicode strings for JSON). Not bytes, complex, datetimes, structured or void arrays.
 MEMBER_KINDS = "biufU"
 
+#: The longest central directory read: np.savez writes 46 bytes, the name and at most 28
+#: bytes of zip64 sizes per member, so 16 MiB is 1.6 KB a member at ``MAX_NPZ_MEMBERS``.
+MAX_DIRECTORY_BYTES = 16 << 20
+
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive
+# The zip structures read before zipfile parses anything (PKWARE APPNOTE.TXT 4.3.12-4.3.16):
+# signature, this disk, the directory's disk, entries on this disk, entries, the directory's
+# size and offset, the comment's length
+_END = struct.Struct("<4s4H2LH")
+# signature, size of the rest of the record, versions, the two disks, the two entry counts,
+# the directory's size and offset (zipfile reads no "extensible data" after them)
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_LOCATOR = struct.Struct("<4sLQL")  # signature, the zip64 record's disk and offset, disks
+_ENTRY = struct.Struct("<4s24x3H12x")  # a directory header: name, extra, comment lengths
+_NO_VALUE = {3: 0xFFFF, 4: 0xFFFF, 5: 0xFFFFFFFF, 6: 0xFFFFFFFF}  # "see the zip64 record"
+_FIELDS = {1: "disk", 2: "directory's disk", 3: "entries on this disk", 4: "entries",
+           5: "directory's size", 6: "directory's offset"}
 _NPY_MAGIC = b"\x93NUMPY"
 
 
@@ -146,11 +162,14 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
     Before anything is allocated: the path must be a regular file (``vit.files.open_regular``)
-    and a zip archive (its first bytes); every member a plain ``.npy`` array whose header is
-    at most ``MAX_HEADER_BYTES`` and declares a dtype of ``MEMBER_KINDS`` of itemsize > 0 (so
-    the element count is bounded with the bytes; strings only 0-d, at most ``MAX_TEXT_CHARS``)
-    and a shape whose data is exactly the rest of the member; and all the arrays together at most
-    ``vit.files.decoded_limit(file size, max_bytes)`` bytes. Members are then inflated in
+    and a zip archive (its first bytes) whose end records declare at most ``MAX_NPZ_MEMBERS``
+    entries, held in a central directory of at most ``MAX_DIRECTORY_BYTES`` that ends where
+    they begin (``_check_directory``, before zipfile parses it); every member a plain ``.npy``
+    array whose header is at most ``MAX_HEADER_BYTES`` and declares a dtype of
+    ``MEMBER_KINDS`` of itemsize > 0 (so the element count is bounded with the bytes; strings
+    only 0-d, at most ``MAX_TEXT_CHARS``) and a shape whose data is exactly the rest of the
+    member; and all the arrays together at most ``vit.files.decoded_limit(file size,
+    max_bytes)`` bytes. Members are then inflated in
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).
     """
@@ -158,7 +177,9 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     try:
         with open_regular(where, ".npz file") as f:
             _check_zip_magic(f.read(6), where)
-            limit = decoded_limit(os.fstat(f.fileno()).st_size, max_bytes)
+            size = os.fstat(f.fileno()).st_size
+            _check_directory(f, size, where)
+            limit = decoded_limit(size, max_bytes)
             f.seek(0)
             with zipfile.ZipFile(f) as zf:
                 plan = _plan_members(zf, where, limit)  # every header checked first
@@ -185,12 +206,103 @@ def _check_zip_magic(head: bytes, where: str) -> None:
                          "archive of .npy arrays as np.savez writes")
 
 
+def _check_directory(f, size: int, where: str) -> None:
+    """The end of central directory record (and the zip64 record and locator before it, if
+    any) read from the file's last 64 KiB + 98 bytes, where zipfile looks for them, and
+    checked against the file and ``MAX_NPZ_MEMBERS``; then the central directory walked
+    header by header. zipfile parses the whole directory, one ZipInfo per entry, before any
+    member can be counted: a hostile archive would cost it time and memory without bound."""
+    start = max(0, size - _END.size - 0xFFFF)  # the record, then a comment of < 64 KiB
+    tail = _read_at(f, start, size - start)
+    at = tail.rfind(b"PK\x05\x06")  # the last one: the record zipfile takes
+    if at < 0 or len(tail) - at < _END.size:
+        raise ValueError(f"{where}: not a readable .npz, truncated or corrupt (no end of "
+                         "central directory record); expected a zip archive as np.savez "
+                         "writes")
+    end = start + at
+    fields = list(_END.unpack_from(tail, at))
+    comment, follows = fields[7], len(tail) - at - _END.size
+    if comment != follows:
+        raise ValueError(f"{where}: its end record declares a {comment:,}-byte comment but "
+                         f"{follows:,} bytes follow it; expected exactly the comment "
+                         "(truncated or corrupt)")
+    directory_end = end
+    locator = _read_at(f, end - _LOCATOR.size, _LOCATOR.size) if end >= _LOCATOR.size else b""
+    if locator.startswith(b"PK\x06\x07"):  # zip64: the counts, size and offset are there
+        directory_end = _zip64_fields(f, end, locator, fields, where)
+    _, disk, directory_disk, here, total, length, offset, _ = fields
+    if disk or directory_disk or here != total:
+        raise ValueError(f"{where}: its end record declares {here:,} entries on disk {disk} "
+                         f"and {total:,} in all, its directory on disk {directory_disk}; "
+                         "expected one disk holding every entry (corrupt)")
+    if total > MAX_NPZ_MEMBERS:
+        raise ValueError(f"{where}: {total:,} members; expected at most {MAX_NPZ_MEMBERS:,}")
+    if offset + length != directory_end:
+        raise ValueError(f"{where}: its central directory ({length:,} bytes at byte "
+                         f"{offset:,}) does not end where its end records begin (byte "
+                         f"{directory_end:,} of {size:,}); expected them to meet (truncated "
+                         "or corrupt)")
+    if length > MAX_DIRECTORY_BYTES:
+        raise ValueError(f"{where}: a central directory of {length:,} bytes; expected at most "
+                         f"{MAX_DIRECTORY_BYTES:,} (a corrupt or hostile archive)")
+    _walk_directory(_read_at(f, offset, length), total, where)
+
+
+def _zip64_fields(f, end: int, locator: bytes, fields: list, where: str) -> int:
+    """``fields`` of the end record updated from the zip64 end record the locator points at,
+    which must lie just before the locator (where zipfile reads it); its offset returned."""
+    _, record_disk, record_at, disks = _LOCATOR.unpack(locator)
+    expected_at = end - _LOCATOR.size - _END64.size
+    if record_disk or disks > 1 or record_at != expected_at or expected_at < 0:
+        raise ValueError(f"{where}: its zip64 locator points at byte {record_at:,} on disk "
+                         f"{record_disk} of {disks}; expected the zip64 end record just before "
+                         f"it, at byte {max(expected_at, 0):,} of disk 0 (corrupt)")
+    record = _read_at(f, expected_at, _END64.size)
+    sig, rest, _, _, disk, directory_disk, here, total, length, offset = _END64.unpack(record)
+    if sig != b"PK\x06\x06" or rest != _END64.size - 12:
+        raise ValueError(f"{where}: no zip64 end record of {_END64.size} bytes where its "
+                         f"locator points (byte {record_at:,}); expected one (corrupt)")
+    for index, value in zip(range(1, 7), (disk, directory_disk, here, total, length, offset)):
+        if fields[index] not in (value, _NO_VALUE.get(index)):
+            raise ValueError(f"{where}: its end record and zip64 end record disagree on the "
+                             f"{_FIELDS[index]} ({fields[index]:,} against {value:,}); expected "
+                             "the same value or the zip64 marker (corrupt)")
+        fields[index] = value
+    return expected_at
+
+
+def _walk_directory(directory: bytes, total: int, where: str) -> None:
+    """Exactly ``total`` central directory headers, filling ``directory`` to its end."""
+    at, count = 0, 0
+    while at < len(directory):
+        if count == total:
+            raise ValueError(f"{where}: its central directory holds more than the {total:,} "
+                             "entries its end record declares; expected exactly those "
+                             "(corrupt or hostile)")
+        if len(directory) - at < _ENTRY.size or directory[at:at + 4] != b"PK\x01\x02":
+            raise ValueError(f"{where}: its central directory's entry {count + 1:,} is not a "
+                             "directory header; expected one (truncated or corrupt)")
+        _, name, extra, comment = _ENTRY.unpack_from(directory, at)
+        at += _ENTRY.size + name + extra + comment
+        count += 1
+    if at != len(directory) or count != total:
+        raise ValueError(f"{where}: its central directory holds {count:,} entries in "
+                         f"{at:,} bytes; its end record declares {total:,} entries in "
+                         f"{len(directory):,} bytes (truncated or corrupt)")
+
+
+def _read_at(f, offset: int, length: int) -> bytes:
+    f.seek(offset)
+    return f.read(length)
+
+
 def _plan_members(zf: zipfile.ZipFile, where: str, limit: int) -> list[_Member]:
     """Every member's header read and checked (names, dtypes, declared against held bytes,
     the running total against ``limit``) before any member's data is allocated."""
     infos = zf.infolist()
     if len(infos) > MAX_NPZ_MEMBERS:
-        raise ValueError(f"{where}: {len(infos)} members; expected at most {MAX_NPZ_MEMBERS}")
+        raise ValueError(f"{where}: {len(infos):,} members; expected at most "
+                         f"{MAX_NPZ_MEMBERS:,}")
     plan, total, names = [], 0, set()
     for info in infos:
         name = info.filename

@@ -43,6 +43,13 @@ def _close(got, want):
 # (key, id, numpy spelling, the op it must record like, input makers). The numpy spelling is
 # run on the raw arrays (NumPy's answer) and on Tensors (the dispatch under test). Inputs
 # that are not float (masks) stay arrays.
+def _since2(path):
+    """``np.<path>`` if this NumPy has it (the Array API names of NumPy 2.0 and 2.1), else
+    None: that row is left out, as the table leaves the function out."""
+    owner, _, name = path.rpartition(".")
+    return getattr(np.linalg if owner else np, name, None)
+
+
 def _outer_ref(op):
     return lambda a, b: op(F.reshape(a, a.shape + (1,) * b.ndim), b)
 
@@ -120,7 +127,65 @@ CASES = [
      [rn(4, 5)]),
     (np.clip, "clip-min-max-keywords", lambda a: np.clip(a, min=-0.5),
      lambda a: F.clip(a, -0.5, None), [rn(4, 5)]),
+    # shape and indexing ops (ops/shape.py, indexing.py) under NumPy's names and defaults
+    (np.flip, "flip", lambda a: np.flip(a, (0, 2)), lambda a: F.flip(a, (0, 2)), [rn(2, 3, 4)]),
+    (np.flip, "flip-all", lambda a: np.flip(a), F.flip, [rn(2, 3)]),
+    (np.fliplr, "fliplr", lambda a: np.fliplr(a), lambda a: F.flip(a, 1), [rn(3, 4)]),
+    (np.flipud, "flipud", lambda a: np.flipud(a), lambda a: F.flip(a, 0), [rn(3, 4)]),
+    (np.roll, "roll", lambda a: np.roll(a, (1, -2), axis=(0, 1)),
+     lambda a: F.roll(a, (1, -2), (0, 1)), [rn(3, 4)]),
+    (np.roll, "roll-flat", lambda a: np.roll(a, 5), lambda a: F.roll(a, 5), [rn(3, 4)]),
+    (np.tile, "tile", lambda a: np.tile(a, (2, 1, 3)), lambda a: F.tile(a, (2, 1, 3)),
+     [rn(2, 3)]),
+    (np.repeat, "repeat", lambda a: np.repeat(a, [1, 0, 2], axis=1),
+     lambda a: F.repeat(a, [1, 0, 2], 1), [rn(2, 3)]),
+    (np.repeat, "repeat-flat", lambda a: np.repeat(a, 2), lambda a: F.repeat(a, 2), [rn(2, 3)]),
+    (np.moveaxis, "moveaxis", lambda a: np.moveaxis(a, 0, -1),
+     lambda a: F.moveaxis(a, 0, -1), [rn(2, 3, 4)]),
+    (np.tril, "tril", lambda a: np.tril(a, -1), lambda a: F.tril(a, -1), [rn(2, 3, 4)]),
+    (np.triu, "triu", lambda a: np.triu(a), F.triu, [rn(4, 3)]),
+    (np.triu, "triu-1d", lambda a: np.triu(a, 1), lambda a: F.triu(F.broadcast_to(a, (4, 4)), 1),
+     [rn(4)]),
+    (np.trace, "trace", lambda a: np.trace(a, 1, 0, 2), lambda a: F.trace(a, 1, 0, 2),
+     [rn(3, 2, 4)]),
+    (np.trace, "trace-default", lambda a: np.trace(a), F.trace, [rn(3, 3)]),
+    (np.diagonal, "diagonal", lambda a: np.diagonal(a, -1, 1, 2),
+     lambda a: F.diagonal(a, -1, 1, 2), [rn(2, 3, 4)]),
+    (np.take_along_axis, "take_along_axis", lambda a, i: np.take_along_axis(a, i, axis=0),
+     lambda a, i: F.take_along_axis(a, i, 0), [rn(3, 4), RNG.integers(0, 3, (5, 4))]),
+    (np.take_along_axis, "take_along_axis-default-axis", lambda a, i: np.take_along_axis(a, i),
+     lambda a, i: F.take_along_axis(a, i, -1), [rn(3, 4), RNG.integers(0, 4, (3, 6))]),
+    (np.pad, "pad-constant", lambda a: np.pad(a, ((1, 0), (2, 1)), constant_values=1.5),
+     lambda a: F.pad(a, ((1, 0), (2, 1)), value=1.5), [rn(3, 4)]),
+    (np.pad, "pad-reflect", lambda a: np.pad(a, 2, mode="reflect"),
+     lambda a: F.pad(a, 2, "reflect"), [rn(3, 4)]),
+    (np.pad, "pad-edge", lambda a: np.pad(a, (1, 2), "edge"), lambda a: F.pad(a, (1, 2), "edge"),
+     [rn(3, 4)]),
+    (_since2("astype"), "astype", lambda a: np.astype(a, np.float32),
+     lambda a: F.astype(a, np.float32), [rn(3, 4)]),
+    (np.around, "around", lambda a: np.around(a, 2), lambda a: F.round(a, 2), [rn(3, 4)]),
+    (_since2("cumulative_sum"), "cumulative_sum", lambda a: np.cumulative_sum(a, axis=1),
+     lambda a: F.cumsum(a, 1), [rn(3, 4)]),
+    (_since2("cumulative_prod"), "cumulative_prod-1d", lambda a: np.cumulative_prod(a),
+     lambda a: F.cumprod(a, 0), [rn(5)]),
+    (_since2("matrix_transpose"), "matrix_transpose", lambda a: np.matrix_transpose(a),
+     lambda a: F.swapaxes(a, -1, -2), [rn(2, 3, 4)]),
+    (_since2("linalg.matrix_transpose"), "linalg.matrix_transpose",
+     lambda a: np.linalg.matrix_transpose(a), lambda a: F.swapaxes(a, -1, -2), [rn(3, 4)]),
+    (_since2("linalg.matmul"), "linalg.matmul", lambda a, b: np.linalg.matmul(a, b), F.matmul,
+     [rn(2, 3, 4), rn(4, 2)]),
+    (_since2("linalg.outer"), "linalg.outer", lambda a, b: np.linalg.outer(a, b), F.outer,
+     [rn(3), rn(4)]),
+    (_since2("linalg.tensordot"), "linalg.tensordot",
+     lambda a, b: np.linalg.tensordot(a, b, axes=1),
+     lambda a, b: F.tensordot(a, b, 1), [rn(2, 3), rn(3, 4)]),
+    (_since2("linalg.trace"), "linalg.trace", lambda a: np.linalg.trace(a, offset=1),
+     lambda a: F.trace(a, 1, -2, -1), [rn(2, 3, 4)]),
+    (_since2("linalg.diagonal"), "linalg.diagonal",
+     lambda a: np.linalg.diagonal(a, offset=-1),
+     lambda a: F.diagonal(a, -1, -2, -1), [rn(2, 4, 3)]),
 ]
+CASES = [c for c in CASES if c[0] is not None]
 
 
 def _tensors(arrays):
@@ -338,18 +403,20 @@ REFUSED = [
     ("np.linalg.svd", lambda t: np.linalg.svd(t)), ("np.fft.fft", lambda t: np.fft.fft(t)),
     ("np.histogram", lambda t: np.histogram(t)), ("np.unique", lambda t: np.unique(t)),
     ("np.dot", lambda t: np.dot(t, t)), ("np.diff", lambda t: np.diff(t)),
-    ("np.flip", lambda t: np.flip(t)), ("np.roll", lambda t: np.roll(t, 1)),
-    ("np.tile", lambda t: np.tile(t, 2)), ("np.repeat", lambda t: np.repeat(t, 2)),
-    ("np.pad", lambda t: np.pad(t, 1)), ("np.trace", lambda t: np.trace(t)),
     ("np.diag", lambda t: np.diag(t)), ("np.copy", lambda t: np.copy(t)),
+    ("np.put_along_axis", lambda t: np.put_along_axis(t, np.zeros((1, 3), int), 1.0, 0)),
+    ("np.rot90", lambda t: np.rot90(t)),
     ("np.zeros_like", lambda t: np.zeros_like(t)), ("np.allclose", lambda t: np.allclose(t, t)),
     ("np.nonzero", lambda t: np.nonzero(t)), ("np.vstack", lambda t: np.vstack([t, t])),
     ("np.hstack", lambda t: np.hstack([t, t])), ("np.atleast_3d", lambda t: np.atleast_3d(t)),
     ("np.average", lambda t: np.average(t)), ("np.fmax", lambda t: np.fmax(t, t)),
     ("np.float_power", lambda t: np.float_power(t, 2)), ("np.isnan", lambda t: np.isnan(t)),
     ("np.isfinite", lambda t: np.isfinite(t)), ("np.where", lambda t: np.where(t)),
+    *[(f"np.{name}", lambda t, name=name: _since2(name)(t))  # NumPy >= 2.0 only
+      for name in ("linalg.vector_norm", "linalg.matrix_norm") if _since2(name)],
     # np.cumsum, np.std, np.einsum, np.sin, ... are differentiable since issue 14
-    # (test_numpy_api_spellings.py)
+    # (test_numpy_api_spellings.py); np.flip, np.roll, np.tile, np.repeat, np.pad, np.trace,
+    # np.tril, np.moveaxis, np.take_along_axis, ... since session 11 (CASES above)
 ]
 
 
