@@ -14,6 +14,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import ops
+from .numpy_options import (cast, is_default, no_out, not_differentiable, numpy_name, options,
+                            shape_of, unsupported)
 from .tensor import Tensor, as_tensor
 
 __all__ = ["UFUNCS", "COMPARISONS", "REDUCTIONS", "FUNCTIONS", "METADATA", "RequiresGradError",
@@ -60,88 +62,6 @@ REDUCTIONS: dict[np.ufunc, Callable] = {np.add: ops.sum, np.maximum: ops.max, np
 _PLAIN = {Tensor, np.ndarray, float, int, bool, np.float64, np.float32, np.int64}
 _UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
                    "dtype": None, "signature": None}
-_WHY = {
-    "where": "minigrad has no masked op; select first with np.where(mask, t, fill), which is "
-             "differentiable",
-    "dtype": "cast first with t.astype(dtype), which is differentiable",
-    "initial": "combine it with the result instead (np.sum(t) + initial, "
-               "np.maximum(np.max(t), initial))",
-}
-_HINTS = {  # a differentiable spelling, where there is one
-    "np.dot": "; for a matrix product use t @ u (np.matmul), or np.einsum / np.tensordot",
-    "np.vstack": "; np.concatenate and np.stack are differentiable",
-    "np.hstack": "; np.concatenate and np.stack are differentiable",
-    "np.average": "; np.mean, or np.sum(w * t) / np.sum(w), is differentiable",
-    "np.fmax": "; np.maximum is differentiable", "np.fmin": "; np.minimum is differentiable",
-    "np.copy": "; ops never write into their inputs, so t itself serves",
-    "np.diag": "; np.diagonal (of a 2-d Tensor) is differentiable",
-    "np.put_along_axis": "; F.put_along_axis(a, indices, values, axis) is differentiable and "
-                         "returns a new Tensor (NumPy's writes into its input)",
-    "np.rot90": "; np.flip, np.swapaxes and np.transpose are differentiable",
-    "np.linalg.vector_norm": "; np.linalg.norm is differentiable",
-    "np.linalg.matrix_norm": "; np.linalg.norm is differentiable",
-}
-
-
-def _name(func: Any) -> str:
-    """``np.linalg.inv`` for ``numpy.linalg.inv``, as a user would have typed it."""
-    module = getattr(func, "__module__", None) or "numpy"
-    if isinstance(func, np.ufunc) or module == "numpy" or module.startswith("numpy._"):
-        return f"np.{func.__name__}"
-    return f"{module.replace('numpy', 'np', 1)}.{func.__name__}"
-
-
-def not_differentiable(name: str, one_argument: bool = True, hint: str = "") -> TypeError:
-    use = f"{name}(t.data)" if one_argument else f"{name} on t.data in place of t"
-    return TypeError(f"{name} is not differentiable in minigrad: it has no op for it; use "
-                     f"{use} for a constant array, or write an op with mg.op"
-                     f"{hint or _HINTS.get(name, '')}")
-
-
-def _unsupported(name: str, arg: str, value: Any) -> TypeError:
-    why = _WHY.get(arg, f"minigrad's op has no {arg}= option; call {name}(t.data, ...) for a "
-                        "constant array")
-    shown = type(value).__name__ if isinstance(value, (np.ndarray, Tensor)) else repr(value)
-    if arg == "dtype" and isinstance(value, type) and issubclass(value, np.generic):
-        shown = f"np.{value.__name__}"
-    return TypeError(f"{name}: {arg}={shown} is not supported on Tensors; {why}")
-
-
-def _no_out(name: str, out: Any) -> None:
-    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
-        shown = ", ".join(type(o).__name__ for o in (out if isinstance(out, tuple) else (out,)))
-        raise TypeError(
-            f"{name}(..., out={shown}): minigrad does not write results into an existing array "
-            "or Tensor (each op makes a new Tensor, so the graph can differentiate it); use the "
-            "returned Tensor (for `a += t` with an ndarray a, write `a = a + t`)")
-
-
-def _options(name: str, out: Any = None, where: Any = True, **given: Any) -> None:
-    """Refuse ``out=`` into an array, ``where=`` masks and every option given as not None."""
-    _no_out(name, out)
-    if not _is(where, True):
-        raise _unsupported(name, "where", where)
-    for arg, value in given.items():
-        if value is not None:
-            raise _unsupported(name, arg, value)
-
-
-def _is(value: Any, default: Any) -> bool:
-    """``value`` is the option's default (NumPy's own True and equal strings included)."""
-    if default is True:
-        return value is True or value is np.True_
-    return value is default or isinstance(value, str) and value == default
-
-
-def _cast(a: Any, dtype: Any) -> Any:
-    """``dtype=`` of a reduction (the accumulator's dtype, and so the result's): cast first."""
-    return a if dtype is None else ops.astype(a, dtype)
-
-
-def _shape(x: Any) -> tuple:
-    return x.shape if isinstance(x, Tensor) else np.shape(x)
-
-
 # ---- ufuncs (NEP 13) ------------------------------------------------------------------
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """``Tensor.__array_ufunc__``: the op for ``ufunc`` (or ``ufunc.reduce``/``.outer``)."""
@@ -158,38 +78,38 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if not (method == "__call__" and (ufunc in UFUNCS or ufunc in COMPARISONS)
             or method == "outer" and binary):
         raise not_differentiable(name, len(inputs) == 1 and not kwargs)
-    _no_out(name, kwargs.get("out"))
+    no_out(name, kwargs.get("out"))
     for arg, value in kwargs.items():
-        if arg != "out" and (arg not in _UFUNC_DEFAULTS or not _is(value, _UFUNC_DEFAULTS[arg])):
-            raise _unsupported(name, arg, value)  # axes=, keepdims= of matmul too
+        if arg != "out" and (arg not in _UFUNC_DEFAULTS or not is_default(value, _UFUNC_DEFAULTS[arg])):
+            raise unsupported(name, arg, value)  # axes=, keepdims= of matmul too
     if ufunc in COMPARISONS:  # the first operand as a Tensor, so Tensor's operator runs
         return COMPARISONS[ufunc](as_tensor(inputs[0]), inputs[1])
     if method == "outer":
         a, b = inputs
-        return UFUNCS[ufunc](ops.reshape(a, _shape(a) + (1,) * len(_shape(b))), b)
+        return UFUNCS[ufunc](ops.reshape(a, shape_of(a) + (1,) * len(shape_of(b))), b)
     return UFUNCS[ufunc](*inputs)
 
 
 def _reduce(name, op, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
             where=True):
-    _options(name, out, where, initial=initial)
-    return op(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+    options(name, out, where, initial=initial)
+    return op(cast(a, dtype), axis=axis, keepdims=bool(keepdims))
 
 
 # ---- functions (NEP 18), each with NumPy's signature ---------------------------------
 def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    _options("np.sum", out, where, initial=initial)
-    return ops.sum(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+    options("np.sum", out, where, initial=initial)
+    return ops.sum(cast(a, dtype), axis=axis, keepdims=bool(keepdims))
 
 
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    _options("np.mean", out, where)
-    return ops.mean(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+    options("np.mean", out, where)
+    return ops.mean(cast(a, dtype), axis=axis, keepdims=bool(keepdims))
 
 
 def _extremum(name, op):
     def extremum(a, axis=None, out=None, keepdims=False, initial=None, where=True):
-        _options(name, out, where, initial=initial)
+        options(name, out, where, initial=initial)
         return op(a, axis=axis, keepdims=bool(keepdims))
     return extremum
 
@@ -197,56 +117,56 @@ def _extremum(name, op):
 def _spread(name, op):
     def spread(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
-        _options(name, out, where, mean=mean)
+        options(name, out, where, mean=mean)
         if correction is not None:
             if ddof != 0:
                 raise ValueError(f"{name}: got ddof={ddof!r} and correction={correction!r}; "
                                  "expected one of them (correction is the Array API's ddof)")
             ddof = correction
-        return op(_cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
+        return op(cast(a, dtype), axis=axis, ddof=ddof, keepdims=bool(keepdims))
     return spread
 
 
 def _prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    _options("np.prod", out, where, initial=initial)
-    return ops.prod(_cast(a, dtype), axis=axis, keepdims=bool(keepdims))
+    options("np.prod", out, where, initial=initial)
+    return ops.prod(cast(a, dtype), axis=axis, keepdims=bool(keepdims))
 
 
 def _scan(name, op):
     def scan(a, axis=None, dtype=None, out=None):
-        _options(name, out)
-        return op(_cast(a, dtype), axis=axis)
+        options(name, out)
+        return op(cast(a, dtype), axis=axis)
     return scan
 
 
 def _arg(name, op):
     def arg(a, axis=None, out=None, *, keepdims=False):
-        _options(name, out)
+        options(name, out)
         return op(a, axis=axis, keepdims=bool(keepdims))
     return arg
 
 
 def _truth(name, op):
     def truth(a, axis=None, out=None, keepdims=False, *, where=True):
-        _options(name, out, where)
+        options(name, out, where)
         return op(a, axis=axis, keepdims=bool(keepdims))
     return truth
 
 
 def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
-    _options("np.einsum", out, dtype=dtype, order=None if order == "K" else order,
+    options("np.einsum", out, dtype=dtype, order=None if order == "K" else order,
              casting=None if casting == "safe" else casting)
     return ops.einsum(*operands, optimize=optimize)
 
 
 def _outer(a, b, out=None):
-    _options("np.outer", out)
+    options("np.outer", out)
     return ops.outer(a, b)
 
 
 def _rounding(name):
     def round_(a, decimals=0, out=None):
-        _options(name, out)
+        options(name, out)
         return ops.round(a, decimals)
     return round_
 
@@ -256,12 +176,12 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    _options("np.reshape", order=None if order == "C" else order, copy=copy)
+    options("np.reshape", order=None if order == "C" else order, copy=copy)
     return ops.reshape(a, newshape if shape is None else shape)  # newshape: NumPy < 2.1
 
 
 def _ravel(a, order="C"):
-    _options("np.ravel", order=None if order == "C" else order)
+    options("np.ravel", order=None if order == "C" else order)
     return ops.reshape(a, (-1,))
 
 
@@ -275,7 +195,7 @@ def _broadcast_to(array, shape, subok=False):
 
 def _joiner(name, op):
     def join(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-        _options(name, out, dtype=dtype, casting=None if casting == "same_kind" else casting)
+        options(name, out, dtype=dtype, casting=None if casting == "same_kind" else casting)
         if axis is None:  # NumPy flattens every input first
             return op([ops.reshape(x, (-1,)) for x in arrays], axis=0)
         return op(arrays, axis=axis)
@@ -296,7 +216,7 @@ _GIVEN_NOT = object()  # np.clip's bounds have a_min/min and a_max/max spellings
 
 def _clip(a, a_min=_GIVEN_NOT, a_max=_GIVEN_NOT, out=None, *, min=_GIVEN_NOT, max=_GIVEN_NOT,
           **kwargs):
-    _options("np.clip", out, kwargs.pop("where", True), **kwargs)  # kwargs: ufunc options
+    options("np.clip", out, kwargs.pop("where", True), **kwargs)  # kwargs: ufunc options
     bounds = []
     for arg, old, new in (("a_min", a_min, min), ("a_max", a_max, max)):
         if old is not _GIVEN_NOT and new is not _GIVEN_NOT:
@@ -310,56 +230,56 @@ def _clip(a, a_min=_GIVEN_NOT, a_max=_GIVEN_NOT, out=None, *, min=_GIVEN_NOT, ma
 # ---- shape and indexing ops (ops/shape.py, ops/indexing.py), under NumPy's names -----------
 def _triangle(op):
     def triangle(m, k=0):
-        if len(_shape(m)) == 1:  # NumPy's 1-d case: the vector as every row, then the triangle
-            m = ops.broadcast_to(m, _shape(m) * 2)
+        if len(shape_of(m)) == 1:  # NumPy's 1-d case: the vector as every row, then the triangle
+            m = ops.broadcast_to(m, shape_of(m) * 2)
         return op(m, k)
     return triangle
 
 
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    _options("np.trace", out)
-    return ops.trace(_cast(a, dtype), offset, axis1, axis2)
+    options("np.trace", out)
+    return ops.trace(cast(a, dtype), offset, axis1, axis2)
 
 
 def _pad(array, pad_width, mode="constant", **kwargs):
     """np.pad's 'constant' (a scalar constant_values), 'reflect' (reflect_type 'even') and
     'edge': F.pad's modes."""
-    value = kwargs.pop("constant_values", 0) if _is(mode, "constant") else 0
-    if _is(mode, "reflect") and _is(kwargs.get("reflect_type", "even"), "even"):
+    value = kwargs.pop("constant_values", 0) if is_default(mode, "constant") else 0
+    if is_default(mode, "reflect") and is_default(kwargs.get("reflect_type", "even"), "even"):
         kwargs.pop("reflect_type", None)
-    if not any(_is(mode, m) for m in ("constant", "reflect", "edge")):
-        raise _unsupported("np.pad", "mode", mode)
+    if not any(is_default(mode, m) for m in ("constant", "reflect", "edge")):
+        raise unsupported("np.pad", "mode", mode)
     if kwargs:  # stat_length=, end_values=, reflect_type='odd', another mode's options
-        raise _unsupported("np.pad", *next(iter(kwargs.items())))
+        raise unsupported("np.pad", *next(iter(kwargs.items())))
     if isinstance(value, Tensor) or np.ndim(value) != 0:
-        raise _unsupported("np.pad", "constant_values", value)  # F.pad takes one constant
+        raise unsupported("np.pad", "constant_values", value)  # F.pad takes one constant
     return ops.pad(array, pad_width, mode, float(value))
 
 
 def _astype(x, dtype, /, *, copy=True, device=None):
-    _options("np.astype", device=None if device in (None, "cpu") else device)
+    options("np.astype", device=None if device in (None, "cpu") else device)
     return ops.astype(x, dtype)  # a new Tensor either way: copy=False has nothing to save
 
 
 def _cumulative(name, op):
     def cumulative(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
-        _options(name, out, include_initial=True if include_initial else None)
-        if axis is None and len(_shape(x)) != 1:
-            raise ValueError(f"{name}: got axis=None for a {len(_shape(x))}-d input; expected "
+        options(name, out, include_initial=True if include_initial else None)
+        if axis is None and len(shape_of(x)) != 1:
+            raise ValueError(f"{name}: got axis=None for a {len(shape_of(x))}-d input; expected "
                              "an axis (None only for 1-d inputs, as in NumPy)")
-        return op(_cast(x, dtype), axis=0 if axis is None else axis)
+        return op(cast(x, dtype), axis=0 if axis is None else axis)
     return cumulative
 
 
 def _matrix_transpose(x, /):
-    if len(_shape(x)) < 2:
-        raise ValueError(f"np.matrix_transpose: got shape {_shape(x)}; expected >= 2-d")
+    if len(shape_of(x)) < 2:
+        raise ValueError(f"np.matrix_transpose: got shape {shape_of(x)}; expected >= 2-d")
     return ops.swapaxes(x, -1, -2)
 
 
 def _linalg_outer(x1, x2, /):
-    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:  # np.outer flattens, this does not
-        raise ValueError(f"np.linalg.outer: got shapes {_shape(x1)} and {_shape(x2)}; "
+    if len(shape_of(x1)) != 1 or len(shape_of(x2)) != 1:  # np.outer flattens, this does not
+        raise ValueError(f"np.linalg.outer: got shapes {shape_of(x1)} and {shape_of(x2)}; "
                          "expected 1-d inputs")
     return ops.outer(x1, x2)
 
@@ -399,15 +319,15 @@ for _module, _function, _handler in (
         (np.linalg, "matmul", lambda x1, x2, /: ops.matmul(x1, x2)),
         (np.linalg, "tensordot", lambda x1, x2, /, *, axes=2: ops.tensordot(x1, x2, axes)),
         (np.linalg, "trace", lambda x, /, *, offset=0, dtype=None: ops.trace(
-            _cast(x, dtype), offset, -2, -1)),
+            cast(x, dtype), offset, -2, -1)),
         (np.linalg, "diagonal", lambda x, /, *, offset=0: ops.diagonal(x, offset, -2, -1))):
     if hasattr(_module, _function):
         FUNCTIONS[getattr(_module, _function)] = _handler
 del _module, _function, _handler
 #: Functions that only read the shape: they answer as for ``t.data``.
 METADATA: dict[Callable, Callable] = {
-    np.shape: lambda a: _shape(a), np.ndim: lambda a: len(_shape(a)),
-    np.size: lambda a, axis=None: int(np.prod(_shape(a))) if axis is None else _shape(a)[axis],
+    np.shape: lambda a: shape_of(a), np.ndim: lambda a: len(shape_of(a)),
+    np.size: lambda a, axis=None: int(np.prod(shape_of(a))) if axis is None else shape_of(a)[axis],
 }
 
 
@@ -417,7 +337,7 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
         return NotImplemented
     handler = FUNCTIONS.get(func) or METADATA.get(func)
     if handler is None:
-        raise not_differentiable(_name(func), len(args) == 1 and not kwargs)
+        raise not_differentiable(numpy_name(func), len(args) == 1 and not kwargs)
     return handler(*args, **kwargs)
 
 
