@@ -229,6 +229,26 @@ def test_a_saved_array_returned_by_a_vjp_is_never_written_into():
     np.testing.assert_array_equal(b.grad, np.arange(3.0) + 1.0)
 
 
+def test_a_saved_array_of_an_equal_but_distinct_dtype_is_never_written_into():
+    """float64 with metadata equals float64 but is another dtype object: such a result
+    takes the checked path, which passes it on unchanged; it is still not ours to keep."""
+    saved = np.arange(3.0).astype(np.dtype(np.float64, metadata={"note": 1}))
+    assert saved.dtype == np.float64 and saved.dtype is not np.dtype(np.float64)
+
+    @mg.op
+    def returns_saved(x):
+        return x * 1.0, lambda g: saved  # (wrong math on purpose)
+
+    a = leaf(3)
+    h = a * 1.0
+    (returns_saved(h) + returns_saved(h)).backward(np.ones(3))
+    b = leaf(3)
+    (returns_saved(b) + b).backward(np.ones(3))
+    np.testing.assert_array_equal(saved, np.arange(3.0))
+    np.testing.assert_array_equal(a.grad, 2 * np.arange(3.0))
+    np.testing.assert_array_equal(b.grad, np.arange(3.0) + 1.0)
+
+
 def test_a_subclass_result_becomes_a_plain_copy():
     class Marked(np.ndarray):
         pass
