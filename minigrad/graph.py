@@ -274,7 +274,7 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
                 grads[parent] = gp
             elif parent in owned:
                 prev += gp
-                grads[parent] = prev  # a NumPy scalar (the result of 0-d ops) is rebound by +=
+                grads[parent] = prev  # (an owned gradient is an ndarray: += wrote into it)
             else:  # prev may alias another node's gradient: never write into it
                 grads[parent] = prev + gp
                 owned.add(parent)
