@@ -26,6 +26,8 @@ timed batch (as ``timeit`` does) and runs between rounds.
     python benchmarks/op_overhead.py              # about half a minute
     python benchmarks/op_overhead.py --quick      # a few seconds, for a smoke test
     python benchmarks/op_overhead.py --repeat 51  # more rounds
+    python benchmarks/op_overhead.py --against /tmp/old  # this tree's minigrad against the
+        # one of the checkout /tmp/old (git worktree add /tmp/old <commit>), in one process
 
 Only the standard library and NumPy are required; torch is optional.
 """
@@ -228,9 +230,6 @@ def load_tree(root: Path, alias: str):
     """The ``minigrad`` package of the checkout at ``root``, imported as ``alias`` (its modules
     import one another relatively), so that two trees are timed in one process."""
     init = root / "minigrad" / "__init__.py"
-    if not init.is_file():
-        raise SystemExit(f"--against: {root} has no minigrad/__init__.py; expected the root "
-                         "of a minigrad checkout (git worktree add /tmp/old <commit>)")
     spec = importlib.util.spec_from_file_location(alias, init,
                                                   submodule_search_locations=[str(init.parent)])
     module = importlib.util.module_from_spec(spec)
@@ -359,6 +358,10 @@ def main(argv=None) -> None:
     if rounds < 1:
         parser.error("--repeat must be at least 1")
     warmup_s, batch_s = (0.05, 0.005) if args.quick else (0.3, 0.03)
+    for root in args.against:
+        if not (Path(root) / "minigrad" / "__init__.py").is_file():
+            parser.error(f"--against: got {root}, which has no minigrad/__init__.py; expected "
+                         "the root of a minigrad checkout (git worktree add DIR <commit>)")
     if args.against:
         print(f"this tree against {', '.join(args.against)}: {rounds} interleaved rounds, "
               f"~{batch_s * 1e3:g} ms per batch; load average {os.getloadavg()}")
