@@ -26,6 +26,8 @@ timed batch (as ``timeit`` does) and runs between rounds.
     python benchmarks/op_overhead.py              # about half a minute
     python benchmarks/op_overhead.py --quick      # a few seconds, for a smoke test
     python benchmarks/op_overhead.py --repeat 51  # more rounds
+    python benchmarks/op_overhead.py --against /tmp/old  # this tree's minigrad against the
+        # one of the checkout /tmp/old (git worktree add /tmp/old <commit>), in one process
 
 Only the standard library and NumPy are required; torch is optional.
 """
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import platform
 import statistics
@@ -45,8 +48,6 @@ import numpy as np
 # Benchmark the checkout this script lives in, whether or not it is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import minigrad as mg  # noqa: E402
-
-F = mg.F
 
 try:
     import torch
@@ -121,15 +122,17 @@ def numpy_chain(a, b):
 
     return step, lambda: (out["a"], out["b"])
 def minigrad_case(loss):
-    """step() of a graph ``loss(a, b)`` on two minigrad leaves, and its gradients."""
-    def make(a, b):
-        ta = mg.Tensor(a, requires_grad=True)
-        tb = mg.Tensor(b, requires_grad=True)
+    """step() of a graph ``loss(a, b, F)`` on two leaves of ``lib`` (this checkout's minigrad,
+    or another tree's under ``--against``), and its gradients."""
+    def make(a, b, lib=mg):
+        ta = lib.Tensor(a, requires_grad=True)
+        tb = lib.Tensor(b, requires_grad=True)
+        functional = lib.F
 
         def step():
             ta.grad = None
             tb.grad = None
-            loss(ta, tb).backward()
+            loss(ta, tb, functional).backward()
 
         return step, lambda: (ta.grad, tb.grad)
     return make
@@ -150,9 +153,9 @@ def torch_case(loss):
     return make
 
 
-minigrad_short = minigrad_case(lambda a, b: (a * b).sum())
+minigrad_short = minigrad_case(lambda a, b, F: (a * b).sum())
 torch_short = torch_case(lambda a, b: (a * b).sum())
-minigrad_chain = minigrad_case(lambda a, b: _chain_forward(a, b, F.tanh, F.exp)[-1].sum())
+minigrad_chain = minigrad_case(lambda a, b, F: _chain_forward(a, b, F.tanh, F.exp)[-1].sum())
 torch_chain = torch_case(lambda a, b: _chain_forward(a, b, torch.tanh, torch.exp)[-1].sum())
 
 FACTORIES = {
@@ -221,6 +224,68 @@ def check_agreement(grads: dict, dtype) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# Another tree in the same process (--against): its minigrad under another package name
+# ---------------------------------------------------------------------------------------
+def load_tree(root: Path, alias: str):
+    """The ``minigrad`` package of the checkout at ``root``, imported as ``alias`` (its modules
+    import one another relatively), so that two trees are timed in one process."""
+    init = root / "minigrad" / "__init__.py"
+    spec = importlib.util.spec_from_file_location(alias, init,
+                                                  submodule_search_locations=[str(init.parent)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_trees(others: list, rounds: int, warmup_s: float, batch_s: float) -> None:
+    """This checkout's minigrad against each tree in ``others``, interleaved round by round;
+    prints per case the medians, new/old as the ratio of medians and as the median of the
+    per-round ratios (a round times every tree back to back: the paired statistic), and the
+    marginal cost of one more op per tree."""
+    libs = {"this": mg}
+    for k, root in enumerate(others):
+        libs[Path(root).name or f"tree{k}"] = load_tree(Path(root).resolve(), f"_minigrad_{k}")
+    rng = np.random.default_rng(0)
+    stats = {}
+    print(f"{'case':<14} {'tree':<16} {'med':>8} {'min':>8} | {'new/old med':>11} "
+          f"{'paired med':>10} {'min':>6}")
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal(N).astype(dtype)
+        b = rng.standard_normal(N).astype(dtype)
+        dt = np.dtype(dtype).name
+        for case in ("short", "chain"):
+            steps, grads = {}, {}
+            for label, lib in libs.items():
+                steps[label], grads[label] = FACTORIES[case]["minigrad"](a, b, lib)
+                steps[label]()
+            for label in libs:  # the same arithmetic: the same bits
+                if not all(np.array_equal(x, y) for x, y in zip(grads[label](), grads["this"]())):
+                    print(f"  note: {label}'s gradients differ from this tree's in {case} {dt}")
+            samples = run_case(steps, rounds, warmup_s, batch_s)
+            for label in libs:
+                stats[(case, dt, label)] = samples[label]
+                med, lo = statistics.median(samples[label]), min(samples[label])
+                row = f"{case + ' ' + dt:<14} {label:<16} {_us(med)} {_us(lo)} |"
+                if label != "this":
+                    new = samples["this"]
+                    paired = statistics.median(x / y for x, y in zip(new, samples[label]))
+                    row += (f" {statistics.median(new) / med:11.3f} {paired:10.3f}"
+                            f" {min(new) / lo:6.3f}")
+                print(row)
+    extra = OPS["chain"] - OPS["short"]
+    print(f"\nmarginal cost of one elementwise op, (chain - short) / {extra}, microseconds "
+          "(from the minima; new/old)")
+    for dt in ("float32", "float64"):
+        per = {label: (min(stats[("chain", dt, label)]) - min(stats[("short", dt, label)]))
+               / extra for label in libs}
+        print(f"{dt:<10}" + "".join(
+            f" {label} {_us(per[label]).strip()}" + ("" if label == "this" else
+                                                     f" ({per['this'] / per[label]:.3f})")
+            for label in libs))
+
+
+# ---------------------------------------------------------------------------------------
 # Machine description
 # ---------------------------------------------------------------------------------------
 def _cpu_model() -> str:
@@ -285,11 +350,24 @@ def main(argv=None) -> None:
                         help="timed rounds per case (default 31; 7 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="short run: fewer rounds, shorter batches and warm-up")
+    parser.add_argument("--against", action="append", default=[], metavar="DIR",
+                        help="time this checkout's minigrad against the one in the checkout "
+                             "DIR (repeatable), in one process, instead of the table")
     args = parser.parse_args(argv)
     rounds = args.repeat if args.repeat is not None else (7 if args.quick else 31)
     if rounds < 1:
         parser.error("--repeat must be at least 1")
     warmup_s, batch_s = (0.05, 0.005) if args.quick else (0.3, 0.03)
+    for root in args.against:
+        if not (Path(root) / "minigrad" / "__init__.py").is_file():
+            parser.error(f"--against: got {root}, which has no minigrad/__init__.py; expected "
+                         "the root of a minigrad checkout (git worktree add DIR <commit>)")
+    if args.against:
+        print(f"this tree against {', '.join(args.against)}: {rounds} interleaved rounds, "
+              f"~{batch_s * 1e3:g} ms per batch; load average {os.getloadavg()}")
+        compare_trees(args.against, rounds, warmup_s, batch_s)
+        print(f"load average at the end {os.getloadavg()}")
+        return
 
     torch_threads = None
     if torch is not None:

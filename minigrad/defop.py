@@ -58,6 +58,7 @@ from .tensor import Tensor
 __all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
+_ARRAYS = (Tensor, np.ndarray)
 
 
 def as_array_input(value: Any, op: str, param: str) -> Any:
@@ -139,17 +140,14 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     VJP gets a tuple of cotangents. Ops with a variable number of inputs (``concatenate``,
     ``stack``) call this directly.
     """
-    if type(out) is tuple:
-        return _record_outputs(out, inputs, vjps, name, params)
     if type(out) is not np.ndarray:
+        if type(out) is tuple:
+            return _record_outputs(out, inputs, vjps, name, params)
         if type(out) is list:
             _as_output(out, name)  # raises
         out = np.asarray(out)
     if not grad_mode.enabled:
-        t = Tensor._make(out)
-        if out.base is not None:
-            _share_version(t, out, inputs)
-        return t
+        return Tensor._make(out) if out.base is None else _output(out, inputs, None)
     if type(vjps) is not tuple:  # a single VJP (a function, or an object with __call__)
         vjps = (vjps,) if callable(vjps) else vjps
     edges = []
@@ -175,15 +173,12 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
                     _refuse(name, params, inputs, vjps, x)
     if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
         return _output(out, inputs, None)
-    t = Tensor._make(out)
-    if out.base is not None:
-        _share_version(t, out, inputs)
+    cell = [0, 0] if out.base is None else _version_cell(out, inputs)
     # In the plain case backward reaches each input's version cell through its edge's
     # parent; otherwise the node lists every input's.
     versions = None if plain else _edges_and_versions(inputs, vjps)[1]
-    t._node = Node(name, tuple(edges), out.shape, out.dtype, t._version, versions)
-    t.requires_grad = True
-    return t
+    return Tensor._make(out, Node(name, tuple(edges), out.shape, out.dtype, cell, versions),
+                        cell)
 
 
 def _refuse(name: str, params: Sequence[str], inputs: Sequence[Any], vjps: Sequence,
@@ -221,21 +216,18 @@ def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence, name: str = "",
 
 
 def _output(out: np.ndarray, inputs: Sequence[Any], node: Node | None) -> Tensor:
-    t = Tensor._make(out, node)
-    if out.base is not None:
-        _share_version(t, out, inputs)
-    return t
+    return Tensor._make(out, node, [0, 0] if out.base is None else _version_cell(out, inputs))
 
 
-def _share_version(t: Tensor, out: np.ndarray, inputs: Sequence[Any]) -> bool:
-    """Give ``t`` the version cell of the input whose array ``out`` views, if any, so that a
-    write through either one is seen by the ops that recorded the other."""
+def _version_cell(out: np.ndarray, inputs: Sequence[Any]) -> list:
+    """The version cell for a result ``out`` that is a view: that of the input whose array
+    it views, if any, so that a write through either one is seen by the ops that recorded
+    the other; else a new one."""
     base = out.base
     for x in inputs:
         if isinstance(x, Tensor) and (base is x.data or base is x.data.base):
-            t._version = x._version
-            return True
-    return False
+            return x._version
+    return [0, 0]
 
 
 def _as_output(out: Any, name: str) -> np.ndarray:
@@ -270,12 +262,9 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
         if not f:
             results.append(_output(o, inputs, None))
             continue
-        t = Tensor._make(o)
-        if o.base is not None:
-            _share_version(t, o, inputs)
-        t._node = Node(name, ((node, None),), o.shape, o.dtype, t._version, outputs=k)
-        t.requires_grad = True
-        results.append(t)
+        cell = [0, 0] if o.base is None else _version_cell(o, inputs)
+        results.append(Tensor._make(o, Node(name, ((node, None),), o.shape, o.dtype, cell,
+                                            outputs=k), cell))
     node.cell = tuple(t._version for t in results)
     return tuple(results)
 
@@ -319,45 +308,41 @@ def op(forward: Callable | None = None, *, name: str | None = None,
 
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
-        for v in kwargs.values():
-            if isinstance(v, (Tensor, np.ndarray)):  # an array by keyword: into its position
-                args, kwargs = by_position(args, kwargs)
-                break
+        if kwargs:
+            for v in kwargs.values():
+                if isinstance(v, _ARRAYS):  # an array by keyword: into its position
+                    args, kwargs = by_position(args, kwargs)
+                    break
         # NumPy scalars become Python numbers, which NumPy (NEP 50) treats as weakly typed:
         # ``x * np.float64(0.5)`` keeps a float32 ``x`` float32, as ``x * 0.5`` does. 0-d
         # arrays next to an array with dimensions follow (``weakly_typed``); this one loop
         # notes whether there are any, so that other calls pay almost nothing for it.
         # The declared array inputs (the first ``n_checked``) are checked in the same loop.
-        raw = []
-        zero_d = dims = numbers = False
+        raw = list(args)  # (replacing items is cheaper than appending each one)
+        zero_d = numbers = False
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
-                a = a.data
+                a = raw[i] = a.data
             elif isinstance(a, np.generic):
-                a = a.item()
+                a = raw[i] = a.item()
             if type(a) is np.ndarray:
-                if a.shape:
-                    dims = True
-                else:
+                if not a.ndim:
                     zero_d = True
                 if i < n_checked and a.dtype.kind not in _REAL_KINDS:
                     as_array_input(a, opname, positional[i])  # raises, naming the parameter
             elif i < n_checked and not (a is None and optional[i]):
-                a = as_array_input(a, opname, positional[i])
+                a = raw[i] = as_array_input(a, opname, positional[i])
                 if type(a) is not np.ndarray:
                     numbers = True
-                elif a.shape:  # a nested list, now an array
-                    dims = True
-            raw.append(a)
         if numbers:  # a number stands for a 0-d array when no array input is an array
             for i, _, _ in checked:
                 if i < len(raw) and type(raw[i]) is np.ndarray:
                     break
             else:
                 _numbers_as_arrays(args, raw, checked)
-        if zero_d and dims:
+        if zero_d:  # (weakly_typed returns at once when no operand has dimensions)
             weakly_typed(raw, operands)
-        out, vjps = forward(*raw, **kwargs)
+        out, vjps = forward(*raw, **kwargs) if kwargs else forward(*raw)  # (no empty dict)
         if type(vjps) is tuple and len(vjps) > n_positional:
             raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
                             f"at most one per positional parameter ({n_positional} "

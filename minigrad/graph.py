@@ -244,38 +244,40 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
                       for gk, (shape, dtype) in zip(g, outputs))
         for k, (parent, vjp) in enumerate(node.edges):
             gp = vjp(g)
-            if type(gp) is not np.ndarray and not isinstance(gp, (np.ndarray, np.generic)):
-                # a list, None, a Python number, a Tensor: not a gradient the engine can add
-                raise _bad_vjp_result(node, k, gp)
             leaf = type(parent) is not Node
-            shape, dtype = (parent.data.shape, parent.data.dtype) if leaf else \
-                (parent.shape, parent.dtype)
-            fresh = _unshared(gp)
-            cast = gp.dtype is not dtype and gp.dtype != dtype  # (builtin dtypes are singletons)
-            if cast and gp.dtype.kind not in "biuf":  # complex, object, ...
-                raise _bad_vjp_result(node, k, gp)
-            if gp.shape != shape:
-                gp = _unbroadcast_checked(gp, shape, node.op)
-                fresh = True
-                cast = gp.dtype != dtype
-            if cast:
-                gp = gp.astype(dtype)
-                fresh = True
             if leaf:
-                _accumulate_leaf(parent, gp, owned=fresh)
+                shape, dtype = parent.data.shape, parent.data.dtype
+            else:
+                shape, dtype = parent.shape, parent.dtype
+            # The common case, a plain array of the input's shape and dtype (builtin dtypes
+            # are singletons), needs none of _conform's checks and conversions.
+            if type(gp) is np.ndarray and gp.dtype is dtype and gp.shape == shape:
+                made = False
+            else:
+                conformed = _conform(gp, shape, dtype, node, k)
+                made = conformed is not gp  # a sum, cast or copy made here: ours alone
+                gp = conformed
+            # From here ``gp`` is a plain ndarray. Whether the VJP's own array is unshared
+            # (so may be kept and written into) is asked only where it matters, for an
+            # input's first gradient; and in this frame, where ``_unshared``'s reference
+            # count was calibrated (so not inside a call that also holds ``gp``).
+            if leaf:
+                if parent.grad is None:
+                    parent.grad = gp if made or _unshared(gp) else gp.copy()
+                else:
+                    parent.grad += gp
                 continue
-            key = parent
-            prev = grads.get(key)
+            prev = grads.get(parent)
             if prev is None:
-                grads[key] = gp
-                if fresh:
-                    owned.add(key)
-            elif key in owned:
+                if made or _unshared(gp):  # (before the dict holds a second reference)
+                    owned.add(parent)
+                grads[parent] = gp
+            elif parent in owned:
                 prev += gp
-                grads[key] = prev  # a NumPy scalar (the result of 0-d ops) is rebound by +=
+                grads[parent] = prev  # (an owned gradient is an ndarray: += wrote into it)
             else:  # prev may alias another node's gradient: never write into it
-                grads[key] = prev + gp
-                owned.add(key)
+                grads[parent] = prev + gp
+                owned.add(parent)
         if not retain_graph:
             node.edges = None
 
@@ -330,6 +332,26 @@ def _bad_vjp_result(node: Node, edge: int, gp: object) -> TypeError:
         "an np.ndarray of real numbers (a gradient with the input's shape, or one that "
         "broadcasts from it)"
     )
+
+
+def _conform(gp: object, shape: tuple, dtype: np.dtype, node: Node, edge: int) -> np.ndarray:
+    """A VJP result that is not a plain array of its input's shape and dtype: checked, then
+    summed back over broadcast axes and cast to ``dtype``. A list, None, a Python number, a
+    Tensor or a complex or object array is a TypeError; a shape that is not a broadcast of
+    the input's, a ValueError (both naming the op and the input). The result is a plain
+    ndarray: a NumPy scalar (what arithmetic on 0-d arrays returns) or an ndarray subclass
+    becomes a new one."""
+    if not isinstance(gp, (np.ndarray, np.generic)):
+        raise _bad_vjp_result(node, edge, gp)
+    cast = gp.dtype != dtype
+    if cast and gp.dtype.kind not in "biuf":  # complex, object, ...
+        raise _bad_vjp_result(node, edge, gp)
+    if gp.shape != shape:
+        gp = _unbroadcast_checked(gp, shape, node.op)
+        cast = gp.dtype != dtype
+    if cast:
+        gp = gp.astype(dtype)
+    return gp if type(gp) is np.ndarray else np.array(gp)
 
 
 def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:

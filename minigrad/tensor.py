@@ -89,15 +89,17 @@ class Tensor(ArrayMethods):
         shared = isinstance(given, np.ndarray) and original is not None and data is given
         self._version = original._version if shared else [0, 0]
 
-    @classmethod
-    def _make(cls, data: np.ndarray, node: Node | None = None) -> Tensor:
-        """Fast constructor for op results: no validation, ``data`` is already an ndarray."""
+    @staticmethod
+    def _make(data: np.ndarray, node: Node | None = None, version: list | None = None) -> Tensor:
+        """Fast constructor for op results: no validation, ``data`` is already an ndarray;
+        ``version`` is the cell to share (a view's), None for a new one."""
         t = object.__new__(Tensor)
         t.data = data
         t.grad = None
         t.requires_grad = node is not None
         t._node = node
-        t._version = [0, 0]  # [write stamp of the last in-place write, writes]
+        # [write stamp of the last in-place write, writes]
+        t._version = [0, 0] if version is None else version
         return t
 
     # ---- array attributes -------------------------------------------------------------
@@ -264,7 +266,8 @@ class Tensor(ArrayMethods):
                     f"backward() without grad on a tensor of shape {self.shape}: an implicit "
                     "gradient exists only for one-element outputs; pass grad= of that shape"
                 )
-            g = np.ones_like(self.data)
+            g = np.empty_like(self.data)  # np.ones_like, in two C calls
+            g.fill(1)
         else:
             g = np.asarray(grad.data if isinstance(grad, Tensor) else grad)
             if g.dtype.kind not in "biuf":
