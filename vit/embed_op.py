@@ -49,8 +49,9 @@ def fusable(model, x) -> bool:
     data = x.data
     B, C, H, W = data.shape
     P = model.patch_size
-    N, D = (H // P) * (W // P), model.patch_embed.weight.shape[1]
-    if not small_enough(2.0 * B * N * P * P * C * D, B * (N + 1) * D):
+    T, D = (H // P) * (W // P) + 1, model.patch_embed.weight.shape[1]
+    # the patch product runs over all B·T token rows: the CLS slots are zero patches in it
+    if not small_enough(2.0 * B * T * P * P * C * D, B * T * D):
         return False
     return floating_dtype_of(data, embedding_parameters(model)) is not None
 
