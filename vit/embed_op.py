@@ -42,13 +42,21 @@ def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size:
 
 def fusable(model, x) -> bool:
     """True when ``model`` (a TinyViT) may embed the images ``x`` (a Tensor) as
-    ``patch_tokens``: x needs no gradient, shares the parameters' one dtype (float32 or
-    float64), and the patch product and the tokens are small (vit/fusion.py)."""
+    ``patch_tokens``: x needs no gradient, is a batch of B >= 1 images whose channels and
+    patch grid fit the model's weights (and position embeddings), shares the parameters' one
+    dtype (float32 or float64), and the patch product and the tokens are small
+    (vit/fusion.py). Anything else takes the composed path, whose ops name what is wrong."""
     if x.requires_grad:  # the composed path differentiates the images too
         return False
     data = x.data
+    if data.ndim != 4:
+        return False
     B, C, H, W = data.shape
     P = model.patch_size
+    pos = model.pos_embed
+    if (B == 0 or H % P or W % P or P * P * C != model.patch_embed.weight.shape[0]
+            or pos is not None and pos.shape[1] != (H // P) * (W // P) + 1):
+        return False
     T, D = (H // P) * (W // P) + 1, model.patch_embed.weight.shape[1]
     # the patch product runs over all B·T token rows: the CLS slots are zero patches in it
     if not small_enough(2.0 * B * T * P * P * C * D, B * T * D):
