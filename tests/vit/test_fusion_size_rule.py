@@ -144,3 +144,34 @@ def test_gradcheck_of_the_fused_model_at_the_longest_fused_sequence():
     assert {"patch_tokens", "encoder_block", "cls_head"} <= \
         {row[0] for row in graph_summary(model(x)).rows}
     mg.gradcheck(lambda *_: model(x), list(model.parameters()), fast=True)
+
+
+@pytest.mark.parametrize("config, B, fused", [
+    # the embedding's patch product just below the FLOPs bound (2·B·T·P·P·C·D, B = 34)
+    (dict(img_size=16, patch_size=8, in_chans=3, dim=8, num_heads=2, mlp_dim=8, num_classes=3),
+     34, {"patch_tokens", "encoder_block", "cls_head"}),
+    # the head's product just below it (2·32·8·1000), and one image more: the head composed
+    (dict(img_size=8, patch_size=4, in_chans=1, dim=8, num_heads=2, mlp_dim=8,
+          num_classes=1000), 32, {"patch_tokens", "encoder_block", "cls_head"}),
+    (dict(img_size=8, patch_size=4, in_chans=1, dim=8, num_heads=2, mlp_dim=8,
+          num_classes=1000), 33, {"patch_tokens", "encoder_block"}),
+], ids=["embed-at-flops-bound", "head-at-flops-bound", "head-past-flops-bound"])
+def test_the_largest_fused_products_give_the_same_bits_for_any_blas_thread_count(config, B,
+                                                                                 fused):
+    """G2 at each stage's FLOPs bound (the existing tests take the FUSE_MAX_ELEMENTS bound)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    flops = stage_products(config, B)
+    assert max(flops["embed"], flops["head"]) > fusion.FUSE_BELOW_FLOPS / 2  # near the bound
+    model = random_model(seed=5, **config)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((B, config["in_chans"], config["img_size"], config["img_size"]))
+    y = rng.integers(0, config["num_classes"], B)
+    runs = []
+    for threads in (1, 2, 1, 2):
+        with threadpoolctl.threadpool_limits(threads):
+            ops, results = _loss_and_grads(model, x, y)
+        assert ops & {"patch_tokens", "encoder_block", "cls_head"} == fused
+        runs.append(results)
+    for run in runs[1:]:
+        for a, b in zip(runs[0], run):
+            np.testing.assert_array_equal(a, b)
