@@ -52,12 +52,11 @@ def fusable(model, x) -> bool:
     if data.ndim != 4:
         return False
     B, C, H, W = data.shape
-    P = model.patch_size
-    pos = model.pos_embed
-    if (B == 0 or H % P or W % P or P * P * C != model.patch_embed.weight.shape[0]
-            or pos is not None and pos.shape[1] != (H // P) * (W // P) + 1):
+    P, (K, D), pos = model.patch_size, model.patch_embed.weight.shape, model.pos_embed
+    T = (H // P) * (W // P) + 1
+    if (B == 0 or H % P or W % P or P * P * C != K
+            or pos is not None and pos.shape[1] != T):
         return False
-    T, D = (H // P) * (W // P) + 1, model.patch_embed.weight.shape[1]
     # the patch product runs over all B·T token rows: the CLS slots are zero patches in it
     if not small_enough(2.0 * B * T * P * P * C * D, B * T * D):
         return False
