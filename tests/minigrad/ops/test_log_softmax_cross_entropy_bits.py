@@ -69,7 +69,8 @@ def test_log_softmax_is_the_plain_formula_bit_for_bit(shape, kind, dtype):
 @pytest.mark.parametrize("kind", KINDS)
 def test_cross_entropy_and_its_gradient_are_the_plain_formulas_bit_for_bit(kind, view, dtype):
     base = _logits((4, 6, 10), dtype, kind, 7)
-    x = {"contiguous": base, "strided": base[:, :, ::2], "transposed": base.transpose(1, 0, 2)}[view]
+    x = {"contiguous": base, "strided": base[:, :, ::2],
+         "transposed": base.transpose(1, 0, 2)}[view]
     labels = np.random.default_rng(8).integers(0, x.shape[-1], x.shape[:-1])
     xt = Tensor(x, requires_grad=True)
     with np.errstate(all="ignore"):
