@@ -19,7 +19,7 @@ from . import fusion
 from .fusion import floating_dtype_of, joint_vjps
 from .manual import BLOCK_PARAMS, LN_EPS, block_backward, block_forward
 
-__all__ = ["encoder_block", "fusable", "block_parameters"]
+__all__ = ["encoder_block", "fusable", "block_parameters", "largest_product"]
 
 
 @mg.op(name="encoder_block", arrays=11)
@@ -64,9 +64,17 @@ def fusable(block, t) -> bool:
     n1, n2 = block.norm1, block.norm2
     if (fc1.shape[0] != D or n1.weight is None or n2.weight is None
             or n1.eps != LN_EPS or n2.eps != LN_EPS
-            or not fusion.small_enough(2.0 * B * T * D * max(3 * D, fc1.shape[1]), B * T * D)):
+            or not fusion.small_enough(largest_product(B, T, D, fc1.shape[1],
+                                                       block.attn.num_heads), B * T * D)):
         return False
     return floating_dtype_of(data, block_parameters(block)) is not None
+
+
+def largest_product(B: int, T: int, D: int, hidden: int, num_heads: int) -> float:
+    """FLOPs (2·m·n·k) of the block's largest single matrix product: the token products
+    (M, D) @ (D, max(3D, F)), or, on long sequences, one head's attention products
+    (T, d) @ (d, T) and (T, T) @ (T, d), each its own BLAS call, M = B·T, d = D / heads."""
+    return max(2.0 * B * T * D * max(3 * D, hidden), 2.0 * T * T * (D // num_heads))
 
 
 def block_parameters(block) -> tuple:

@@ -42,15 +42,23 @@ def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size:
 
 def fusable(model, x) -> bool:
     """True when ``model`` (a TinyViT) may embed the images ``x`` (a Tensor) as
-    ``patch_tokens``: x needs no gradient, shares the parameters' one dtype (float32 or
-    float64), and the patch product and the tokens are small (vit/fusion.py)."""
+    ``patch_tokens``: x needs no gradient, is a batch of B >= 1 images whose channels and
+    patch grid fit the model's weights (and position embeddings), shares the parameters' one
+    dtype (float32 or float64), and the patch product and the tokens are small
+    (vit/fusion.py). Anything else takes the composed path, whose ops name what is wrong."""
     if x.requires_grad:  # the composed path differentiates the images too
         return False
     data = x.data
+    if data.ndim != 4:
+        return False
     B, C, H, W = data.shape
-    P = model.patch_size
-    N, D = (H // P) * (W // P), model.patch_embed.weight.shape[1]
-    if not small_enough(2.0 * B * N * P * P * C * D, B * (N + 1) * D):
+    P, (K, D), pos = model.patch_size, model.patch_embed.weight.shape, model.pos_embed
+    T = (H // P) * (W // P) + 1
+    if (B == 0 or H % P or W % P or P * P * C != K
+            or pos is not None and pos.shape[1] != T):
+        return False
+    # the patch product runs over all B·T token rows: the CLS slots are zero patches in it
+    if not small_enough(2.0 * B * T * P * P * C * D, B * T * D):
         return False
     return floating_dtype_of(data, embedding_parameters(model)) is not None
 

@@ -47,14 +47,16 @@ def cls_head(t, norm_weight, norm_bias, head_weight, head_bias):
 
 def fusable(model, t) -> bool:
     """True when ``model`` (a TinyViT) may map the encoder's output ``t`` (a (B, T, D)
-    Tensor) to logits as ``cls_head``: one dtype (float32 or float64) for t and the
-    parameters, a final LayerNorm with weights and eps 1e-5, and a small head (vit/fusion.py)."""
+    Tensor) to logits as ``cls_head``: a CLS row of the norm's and the head's width D, one
+    dtype (float32 or float64) for t and the parameters, a final LayerNorm with weights and
+    eps 1e-5, and a small head (vit/fusion.py). Anything else takes the composed path."""
     data = t.data
     if data.ndim != 3:
         return False
     B, T, D = data.shape
     norm, head = model.norm, model.head
-    if norm.weight is None or norm.eps != LN_EPS or head.bias is None:
+    if (T == 0 or norm.weight is None or norm.weight.shape[0] != D or norm.eps != LN_EPS
+            or head.bias is None or head.weight.shape[0] != D):
         return False
     if not small_enough(2.0 * B * D * head.weight.shape[1], B * T * D):
         return False

@@ -84,6 +84,8 @@ def row_sum(a: np.ndarray) -> np.ndarray:
     NumPy's reduction, which pays per row (docs/performance.md, "What dominates, and what
     was done").
     """
+    if a.dtype.kind in "biu":  # a product with ones is no sum there: see column_sum
+        return np.add.reduce(a, axis=1, keepdims=True)
     n_rows, n = a.shape
     ones = _ones(n, a.dtype)
     step = max(1, GEMV_ELEMENTS // max(n, 1))
@@ -105,7 +107,9 @@ def column_sum(a: np.ndarray) -> np.ndarray:
     and the head as single ops").
     """
     n_rows, n = a.shape
-    if n > 64 or n_rows == 0:
+    # bool and integers: a product with ones is a logical OR, or wraps at int8's width, where
+    # NumPy's sum counts, or widens to int64
+    if n > 64 or n_rows == 0 or a.dtype.kind in "biu":
         return np.add.reduce(a, axis=0)
     step = max(1, GEMV_ELEMENTS // max(n, 1))
     ones = _ones(min(n_rows, step), a.dtype)
