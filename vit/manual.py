@@ -130,16 +130,19 @@ def layer_norm_forward(x, w, b):
     """x (M, D) -> y = x̂ ⊙ w + b, x̂ = (x - μ) r, r = 1/√(σ² + eps) per row.
 
     μ, σ² are the mean and the population variance over the D features; eps = 1e-5.
-    Row means are matrix-vector products with (1/D, ..., 1/D) (faster than ``mean(axis=-1)``
-    over a short last axis). Cache: (x̂ (M, D), r (M, 1), w).
+    Row sums are ``row_sum``'s matrix-vector products (faster than ``mean(axis=-1)`` over a
+    short last axis), divided by D afterwards: a constant row then has x - μ = 0 exactly
+    (1/D rounded first would leave residues). Cache: (x̂ (M, D), r (M, 1), w).
     """
-    inv_d = np.full(x.shape[1], 1.0 / x.shape[1], dtype=x.dtype)
-    xhat = x - (x @ inv_d)[:, None]
-    r = np.square(xhat) @ inv_d  # σ²
+    D = x.shape[1]
+    mean = row_sum(x)
+    mean /= D
+    xhat = x - mean
+    r = row_sum(np.square(xhat))
+    r /= D  # σ²
     r += LN_EPS
     np.sqrt(r, out=r)
     np.divide(1.0, r, out=r)
-    r = r[:, None]
     xhat *= r
     y = xhat * w
     y += b

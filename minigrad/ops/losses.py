@@ -259,6 +259,9 @@ def _check_cross_entropy(logits, label_smoothing, reduction, ignore_index):
             f"cross_entropy logits: got shape {logits.shape} dtype {logits.dtype}; expected a "
             "floating array of shape (..., C) with the classes on the last axis"
         )
+    if logits.shape[-1] == 0:  # no class to be right about: every formula divides by C
+        raise ValueError(f"cross_entropy logits: got shape {logits.shape}, no classes; "
+                         "expected at least one class on the last axis")
     _reduction("cross_entropy", reduction)
     integer("ignore_index", ignore_index, owner="cross_entropy")
     return real("label_smoothing", label_smoothing, low=0.0, high=1.0, owner="cross_entropy")
