@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -33,11 +34,19 @@ def test_every_row_is_visited_exactly_once(threads, rows, cols, n_threads):
     np.testing.assert_array_equal(seen, np.ones(rows, dtype=np.int64))
 
 
-def test_large_arrays_really_use_several_threads(threads):
+def test_large_arrays_really_use_several_threads(threads, monkeypatch):
     threads(2)
+    # The threads take blocks from a shared counter and the pool pauses after a region it did
+    # not speed up (test_parallel_scheduling.py): blocks that take a while, and no pause.
+    monkeypatch.setattr(parallel, "_serial_until", 0.0)
+    monkeypatch.setattr(parallel, "HOLD_SECONDS", (0.0, 0.0))
     names = set()
-    parallel.for_each_block(lambda lo, hi: names.add(threading.current_thread().name),
-                          rows=4 * parallel.PARALLEL_ELEMENTS // 64, cols=64)
+
+    def kernel(lo, hi):
+        names.add(threading.current_thread().name)
+        time.sleep(0.005)
+
+    parallel.for_each_block(kernel, rows=4 * parallel.PARALLEL_ELEMENTS // 64, cols=64)
     assert len(names) == 2
 
 
