@@ -141,9 +141,12 @@ class Spinner:
         self.proc.wait(timeout=30)
 
 
-def measure(config, budget: float, quick: bool, chosen=VARIANTS, baseline=None) -> dict:
+def measure(config, budget: float, quick: bool, chosen=VARIANTS, baseline=None,
+            turn: int | None = None, settle: float | None = None) -> dict:
     """{variant: {"idle": [s...], "busy": [s...]}} over alternating phases."""
-    warmup, turn, settle = (1, 2, 0.02) if quick else (2, 4, 0.2)
+    warmup, quick_turn, quick_settle = (1, 2, 0.02) if quick else (2, 4, 0.2)
+    turn = quick_turn if turn is None else turn
+    settle = quick_settle if settle is None else settle
     times, loads = {}, {"idle": [], "busy": []}
     for phase in ("idle", "busy", "idle", "busy"):
         # fresh weights: run_config checks the first losses agree
@@ -217,6 +220,12 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", metavar="REF",
                     help="also time minigrad32 with the parallel regions scheduled as at "
                          "commit REF (its minigrad/parallel.py's _fan_out)")
+    ap.add_argument("--turn", type=int, help="timed steps per variant's turn (default 4); "
+                    "1 with --settle 0 alternates the variants step by step, which pairs them "
+                    "best when outside load changes fast (no torch or manual variant: their "
+                    "BLAS or OpenMP threads keep spinning into the next one's step)")
+    ap.add_argument("--settle", type=float,
+                    help="untimed seconds before each turn (default 0.2)")
     ap.add_argument("--json", metavar="PATH", help="write the record as JSON")
     ap.add_argument("--doc", metavar="MD", help=f"replace the {BEGIN} region of MD")
     args = ap.parse_args(argv)
@@ -225,6 +234,10 @@ def main(argv=None) -> int:
         ap.error(f"--configs: got {args.configs}; expected letters from {','.join(ts.CONFIGS)}")
     if not 0.1 <= args.budget <= 300:
         ap.error(f"--budget: got {args.budget}; expected 0.1 to 300 seconds")
+    if args.turn is not None and not 1 <= args.turn <= 100:
+        ap.error(f"--turn: got {args.turn}; expected 1 to 100 steps")
+    if args.settle is not None and not 0 <= args.settle <= 10:
+        ap.error(f"--settle: got {args.settle}; expected 0 to 10 seconds")
     chosen = VARIANTS if args.variants is None else \
         tuple(v.strip() for v in args.variants.split(","))
     if not chosen or any(v not in VARIANTS for v in chosen):
@@ -245,12 +258,13 @@ def main(argv=None) -> int:
     info = machine_info()
     print(f"{now()}  {machine_line(info)}; load average {load_average()}")
     record = {"benchmark": "busy", "schema": 1, "started": now(), "quick": args.quick,
-              "variants": list(chosen), "baseline": args.baseline,
+              "variants": list(chosen), "baseline": args.baseline, "turn": args.turn,
+              "settle_s": args.settle,
               "machine": info, "commit": git_commit(), "load_average_start": load_average(),
               "configs": []}
     for k in keys:
         got = measure(ts.CONFIGS[k], 1.0 if args.quick else args.budget, args.quick, chosen,
-                      baseline)
+                      baseline, args.turn, args.settle)
         record["configs"].append({"key": k, "name": ts.CONFIGS[k].name, **got})
         print(f"{ts.CONFIGS[k].name}: " + ", ".join(
             f"{v} {r['slowdown']:.2f}x" for v, r in got["results"].items()), flush=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable
@@ -157,30 +156,18 @@ def _even_parts(n: int, parts: int) -> list[tuple[int, int]]:
     return [(n * i // parts, n * (i + 1) // parts) for i in range(parts)]
 
 
-#: A region its workers did not speed up (none of them started in time, or the region took
-#: more than ``LOST`` of what the caller alone would have taken) sends the regions after it to
-#: the caller alone for a hold: the first value, doubled after each lost probe up to the
-#: second, back to the first after a won one (docs/performance.md, "A busy machine").
-HOLD_SECONDS = (0.02, 0.5)
-LOST = 0.9
-_hold = HOLD_SECONDS[0]
-_serial_until = 0.0  # on the _now() clock: until then regions run on the caller's thread
-_now = time.perf_counter
-
-
 def _fan_out(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]]) -> None:
     """``kernel(lo, hi)`` for every range of ``bounds``, with BLAS held to one thread, on up
     to ``get_num_threads()`` threads; returns when all have finished, raising the first error.
 
     The ranges are the same whatever the thread count, and whoever runs a range computes
     the same bits, so are the results. The threads take ranges one at a time from a shared
-    counter, the caller's thread too, so the caller runs what a worker that is still waiting
-    for a core has not started; and while recent regions show the workers not helping (a
-    busy machine), the caller runs them alone (``HOLD_SECONDS``).
+    counter, the caller's thread too, so on a busy machine the caller runs what a worker
+    still waiting for a core has not started, and a slow thread takes fewer ranges.
     """
     threads = min(_threads, len(bounds))
     with one_blas_thread():
-        if threads == 1 or _now() < _serial_until:
+        if threads == 1:
             for lo, hi in bounds:
                 kernel(lo, hi)
             return
@@ -194,49 +181,31 @@ def _share(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]],
     n, errors = len(bounds), np.geterr()  # floating-point error handling is per thread
     lock, counter = threading.Lock(), [0]
 
-    def work() -> int:
-        done = 0
+    def work() -> None:
         with np.errstate(**errors):
             while True:
                 with lock:
                     i = counter[0]
                     counter[0] = i + 1
                 if i >= n:
-                    return done
+                    return
                 try:
                     kernel(*bounds[i])
                 except BaseException:
                     with lock:  # no range is started after an error
                         counter[0] = n
                     raise
-                done += 1
 
-    start = _now()
     futures = [_get_pool().submit(work) for _ in range(threads - 1)]
     try:
-        begin = _now()
-        mine = work()
-        own = _now() - begin
+        work()
     finally:
         # A task still queued is dropped (wait() would count it done only once a pool thread
-        # dequeued it); a running one ends after its range.
+        # had dequeued it); a running one ends after its range.
         running = [f for f in futures if not f.cancel()]
         wait(running)
-    elapsed = _now() - start
-    helped = sum(f.result() for f in running)
-    # Lost: no worker ran a range, or the region took nearly what the caller alone would
-    # have (its pace over all n ranges).
-    _judge(helped == 0 or (mine > 0 and elapsed > LOST * own / mine * n), start + elapsed)
-
-
-def _judge(lost: bool, now: float) -> None:
-    """Start or lengthen a hold after a lost region; end the doubling after a won one."""
-    global _hold, _serial_until
-    if lost:
-        _serial_until = now + _hold
-        _hold = min(2 * _hold, HOLD_SECONDS[1])
-    else:
-        _hold = HOLD_SECONDS[0]
+    for f in running:
+        f.result()  # a worker's error, if the caller's own ranges raised none
 
 
 #: Below this many floating-point operations a product runs on the caller's thread alone:
@@ -248,7 +217,7 @@ BLAS_THREADED_FLOPS = 1 << 19
 
 #: A product large enough to split is cut into this many parts, whatever ``set_num_threads``
 #: says (so that every thread count gives the same bits): the cores this process may use, as
-#: found at import (more parts than cores only add calls). Each thread takes a run of parts.
+#: found at import (more parts than cores only add calls). The threads take them one at a time.
 PARTS = max(1, min(_cores(), MAX_THREADS))
 
 

@@ -19,13 +19,6 @@ def threads():
     parallel.set_num_threads(before)
 
 
-@pytest.fixture(autouse=True)
-def no_hold_left(monkeypatch):
-    """The regions these tests lose (on purpose) must not pause the pool for later tests."""
-    monkeypatch.setattr(parallel, "_serial_until", 0.0)
-    monkeypatch.setattr(parallel, "_hold", parallel.HOLD_SECONDS[0])
-
-
 @pytest.fixture
 def taken_pool(monkeypatch):
     """The pool's only thread is held by another task, as a worker is when the scheduler
@@ -37,13 +30,6 @@ def taken_pool(monkeypatch):
     yield release
     release.set()
     pool.shutdown(wait=True)
-
-
-@pytest.fixture
-def always_probe(monkeypatch):
-    """No serial spells: every region tries its workers (the adaptive hold, tested on its own
-    below, would otherwise turn the pool off after the first region lost)."""
-    monkeypatch.setattr(parallel, "HOLD_SECONDS", (0.0, 0.0))
 
 
 def _in_thread(fn, timeout=30.0):
@@ -63,7 +49,7 @@ def _in_thread(fn, timeout=30.0):
 
 
 @pytest.mark.parametrize("parts", [2, 3, 12])
-def test_the_caller_runs_the_parts_a_worker_never_started(threads, taken_pool, always_probe,
+def test_the_caller_runs_the_parts_a_worker_never_started(threads, taken_pool,
                                                           parts):
     threads(2)
     bounds = parallel._even_parts(parts * 10, parts)
@@ -79,7 +65,7 @@ def test_the_caller_runs_the_parts_a_worker_never_started(threads, taken_pool, a
     assert len({name for _, _, name in ran}) == 1  # all of them on the caller's thread
 
 
-def test_a_worker_that_starts_late_finds_nothing_left_and_runs_no_part(threads, always_probe):
+def test_a_worker_that_starts_late_finds_nothing_left_and_runs_no_part(threads):
     threads(2)
     bounds = parallel._even_parts(40, 4)
     seen = np.zeros(40, dtype=np.int64)
@@ -94,7 +80,7 @@ def test_a_worker_that_starts_late_finds_nothing_left_and_runs_no_part(threads, 
     np.testing.assert_array_equal(seen, np.full(40, 200))
 
 
-def test_an_error_in_a_part_stops_the_others_and_reaches_the_caller(threads, always_probe):
+def test_an_error_in_a_part_stops_the_others_and_reaches_the_caller(threads):
     threads(2)
     bounds = parallel._even_parts(64, 16)
     ran = []
@@ -117,7 +103,7 @@ def _linear_and_softmax(x0, w0, cot):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_same_bits_when_the_caller_runs_every_part(threads, taken_pool, always_probe,
+def test_the_same_bits_when_the_caller_runs_every_part(threads, taken_pool,
                                                        monkeypatch, dtype):
     monkeypatch.setattr(parallel, "PARALLEL_ELEMENTS", 1 << 17)
     rng = np.random.default_rng(7)
@@ -135,54 +121,3 @@ def test_the_same_bits_when_the_caller_runs_every_part(threads, taken_pool, alwa
     for a, b, c in zip(late["value"], shared, alone):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, c)
-
-
-def test_a_lost_region_turns_the_pool_off_for_a_while_then_it_probes_again(threads,
-                                                                           monkeypatch):
-    """A region whose worker did not help (here: never started) sends the next regions to
-    the caller alone, without asking the pool, until the hold is over; each lost probe
-    doubles the hold, a won one resets it."""
-    threads(2)
-    clock = [100.0]  # frozen between the steps: only the worker's help decides
-    monkeypatch.setattr(parallel, "_now", lambda: clock[0])
-    monkeypatch.setattr(parallel, "HOLD_SECONDS", (0.5, 4.0))
-    monkeypatch.setattr(parallel, "_serial_until", 0.0)
-    monkeypatch.setattr(parallel, "_hold", 0.5)
-    asked = []
-    pool = ThreadPoolExecutor(max_workers=1)
-    release = threading.Event()
-    pool.submit(release.wait)
-
-    def get_pool():
-        asked.append(clock[0])
-        return pool
-    monkeypatch.setattr(parallel, "_get_pool", get_pool)
-    bounds = parallel._even_parts(8, 2)
-    idle = lambda lo, hi: None  # noqa: E731
-    try:
-        parallel._fan_out(idle, bounds)  # lost: the worker never started
-        assert len(asked) == 1 and parallel._hold == 1.0
-        clock[0] += 0.4
-        parallel._fan_out(idle, bounds)  # within the 0.5 s hold: the caller alone
-        assert len(asked) == 1
-        clock[0] += 0.2
-        parallel._fan_out(idle, bounds)  # the hold is over: a probe, lost again
-        assert len(asked) == 2 and parallel._hold == 2.0
-        clock[0] += 0.9
-        parallel._fan_out(idle, bounds)  # within the doubled (1 s) hold
-        assert len(asked) == 2
-        clock[0] += 0.2
-        release.set()  # the worker is free; the caller's range waits for the worker's
-        worker_ran = threading.Event()
-
-        def kernel(lo, hi):
-            if threading.current_thread() is threading.main_thread():
-                assert worker_ran.wait(30)
-            else:
-                worker_ran.set()
-        parallel._fan_out(kernel, bounds)
-        assert len(asked) == 3 and worker_ran.is_set()
-        assert parallel._hold == 0.5  # a won probe: the next loss starts a short hold again
-    finally:
-        release.set()
-        pool.shutdown(wait=True)
