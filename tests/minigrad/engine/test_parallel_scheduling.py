@@ -49,8 +49,7 @@ def _in_thread(fn, timeout=30.0):
 
 
 @pytest.mark.parametrize("parts", [2, 3, 12])
-def test_the_caller_runs_the_parts_a_worker_never_started(threads, taken_pool,
-                                                          parts):
+def test_the_caller_runs_the_parts_a_worker_never_started(threads, taken_pool, parts):
     threads(2)
     bounds = parallel._even_parts(parts * 10, parts)
     ran = []
@@ -65,7 +64,7 @@ def test_the_caller_runs_the_parts_a_worker_never_started(threads, taken_pool,
     assert len({name for _, _, name in ran}) == 1  # all of them on the caller's thread
 
 
-def test_a_worker_that_starts_late_finds_nothing_left_and_runs_no_part(threads):
+def test_every_part_runs_once_whichever_thread_takes_it(threads):
     threads(2)
     bounds = parallel._even_parts(40, 4)
     seen = np.zeros(40, dtype=np.int64)
@@ -103,8 +102,8 @@ def _linear_and_softmax(x0, w0, cot):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_same_bits_when_the_caller_runs_every_part(threads, taken_pool,
-                                                       monkeypatch, dtype):
+def test_the_same_bits_when_the_caller_runs_every_part(threads, taken_pool, monkeypatch,
+                                                       dtype):
     monkeypatch.setattr(parallel, "PARALLEL_ELEMENTS", 1 << 17)
     rng = np.random.default_rng(7)
     x0 = rng.standard_normal((9, 131, 300)).astype(dtype)
