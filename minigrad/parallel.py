@@ -157,30 +157,55 @@ def _even_parts(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _fan_out(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]]) -> None:
-    """``kernel(lo, hi)`` for every range of ``bounds`` on ``get_num_threads()`` threads, each
-    taking a contiguous run of ranges (the caller's thread the first), with BLAS held to one
-    thread meanwhile; returns when all have finished, raising the first error.
+    """``kernel(lo, hi)`` for every range of ``bounds``, with BLAS held to one thread, on up
+    to ``get_num_threads()`` threads; returns when all have finished, raising the first error.
 
-    The ranges are the same whatever the thread count, so are the results, bit for bit.
+    The ranges are the same whatever the thread count, and whoever runs a range computes
+    the same bits, so are the results. The threads take ranges one at a time from a shared
+    counter, the caller's thread too, so on a busy machine the caller runs what a worker
+    still waiting for a core has not started, and a slow thread takes fewer ranges.
     """
-    share = -(-len(bounds) // min(_threads, len(bounds)))
-    errors = np.geterr()  # floating-point error handling is per thread in NumPy
-
-    def run(first: int) -> None:
-        with np.errstate(**errors):
-            for lo, hi in bounds[first:first + share]:
-                kernel(lo, hi)
-
-    firsts = range(0, len(bounds), share)
+    threads = min(_threads, len(bounds))
     with one_blas_thread():
-        pool = _get_pool()
-        futures = [pool.submit(run, first) for first in firsts[1:]]
-        try:
-            run(firsts[0])
-        finally:
-            wait(futures)
-        for f in futures:
-            f.result()
+        if threads == 1:
+            for lo, hi in bounds:
+                kernel(lo, hi)
+            return
+        _share(kernel, bounds, threads)
+
+
+def _share(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]],
+           threads: int) -> None:
+    """``_fan_out``'s parallel region: the caller and ``threads - 1`` pool tasks take ranges
+    from one counter; tasks that have not started when the caller runs out are cancelled."""
+    n, errors = len(bounds), np.geterr()  # floating-point error handling is per thread
+    lock, counter = threading.Lock(), [0]
+
+    def work() -> None:
+        with np.errstate(**errors):
+            while True:
+                with lock:
+                    i = counter[0]
+                    counter[0] = i + 1
+                if i >= n:
+                    return
+                try:
+                    kernel(*bounds[i])
+                except BaseException:
+                    with lock:  # no range is started after an error
+                        counter[0] = n
+                    raise
+
+    futures = [_get_pool().submit(work) for _ in range(threads - 1)]
+    try:
+        work()
+    finally:
+        # A task still queued is dropped (wait() would count it done only once a pool thread
+        # had dequeued it); a running one ends after its range.
+        running = [f for f in futures if not f.cancel()]
+        wait(running)
+    for f in running:
+        f.result()  # a worker's error, if the caller's own ranges raised none
 
 
 #: Below this many floating-point operations a product runs on the caller's thread alone:
@@ -192,7 +217,7 @@ BLAS_THREADED_FLOPS = 1 << 19
 
 #: A product large enough to split is cut into this many parts, whatever ``set_num_threads``
 #: says (so that every thread count gives the same bits): the cores this process may use, as
-#: found at import (more parts than cores only add calls). Each thread takes a run of parts.
+#: found at import (more parts than cores only add calls). The threads take them one at a time.
 PARTS = max(1, min(_cores(), MAX_THREADS))
 
 

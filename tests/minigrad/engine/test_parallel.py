@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -35,9 +36,15 @@ def test_every_row_is_visited_exactly_once(threads, rows, cols, n_threads):
 
 def test_large_arrays_really_use_several_threads(threads):
     threads(2)
+    # The threads take blocks from a shared counter (test_parallel_scheduling.py): blocks that
+    # take a while, or the caller may run them all before the worker wakes.
     names = set()
-    parallel.for_each_block(lambda lo, hi: names.add(threading.current_thread().name),
-                          rows=4 * parallel.PARALLEL_ELEMENTS // 64, cols=64)
+
+    def kernel(lo, hi):
+        names.add(threading.current_thread().name)
+        time.sleep(0.005)
+
+    parallel.for_each_block(kernel, rows=4 * parallel.PARALLEL_ELEMENTS // 64, cols=64)
     assert len(names) == 2
 
 
