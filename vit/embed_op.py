@@ -23,12 +23,13 @@ def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size:
     t += pos (when ``pos_embed`` is not None).
 
     weight (P·P·C, D) with rows in patchify's (p1, p2, c) order, bias (D,), cls_token
-    (1, 1, D), pos_embed (1, T, D) or None. The images are a constant (no VJP).
+    (1, 1, D), pos_embed (1, T, D) or None.
     VJP (vit/manual.py's ``embed_backward``; docs/backward.md §2, §3):
     W̄ = Σ patchesᵀ t̄[:, 1:],  b̄ = Σ_{batch, patches} t̄[:, 1:],  cls̄ = Σ_batch t̄[:, 0],
-    pos̄ = Σ_batch t̄. Arguments are the caller's to check (``fusable``).
+    pos̄ = Σ_batch t̄;  images̄ = unpatchify(t̄[:, 1:] Wᵀ), computed only when asked for.
+    Arguments are the caller's to check (``fusable``).
     """
-    B = images.shape[0]
+    B, C, H, W_ = images.shape
     t, cache = embed_forward(images, weight, bias, cls_token, pos_embed, patch_size)
     D = t.shape[1]
     has_pos = pos_embed is not None
@@ -36,18 +37,26 @@ def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size:
     def gradients(g):
         return list(embed_backward(g.reshape(-1, D), cache, B, has_pos))
 
+    def vjp_images(g):
+        # the forward's layout backwards: its patch rows are in (c, p1, p2) order, against
+        # the weight's rows permuted to match (embed_forward)
+        P = patch_size
+        w_cpp = weight.reshape(P, P, C, D).transpose(2, 0, 1, 3).reshape(C * P * P, D)
+        rows = (g.reshape(B, -1, D)[:, 1:] @ w_cpp.T)  # (B, N, C·P·P); the CLS row has no patch
+        grid = rows.reshape(B, H // P, W_ // P, C, P, P).transpose(0, 3, 1, 4, 2, 5)
+        return grid.reshape(B, C, H, W_)
+
     vjps = joint_vjps(4 if has_pos else 3, gradients)
-    return t.reshape(B, -1, D), (None,) + vjps
+    return t.reshape(B, -1, D), (vjp_images,) + vjps
 
 
 def fusable(model, x) -> bool:
     """True when ``model`` (a TinyViT) may embed the images ``x`` (a Tensor) as
-    ``patch_tokens``: x needs no gradient, is a batch of B >= 1 images whose channels and
-    patch grid fit the model's weights (and position embeddings), shares the parameters' one
-    dtype (float32 or float64), and the patch product and the tokens are small
-    (vit/fusion.py). Anything else takes the composed path, whose ops name what is wrong."""
-    if x.requires_grad:  # the composed path differentiates the images too
-        return False
+    ``patch_tokens``: x is a batch of B >= 1 images whose channels and patch grid fit the
+    model's weights (and position embeddings), shares the parameters' one dtype (float32 or
+    float64), and the patch product and the tokens are small (vit/fusion.py). Whether x
+    requires grad does not matter: the op differentiates the images too, so a model's values
+    do not depend on it. Anything else takes the composed path, whose ops name what is wrong."""
     data = x.data
     if data.ndim != 4:
         return False

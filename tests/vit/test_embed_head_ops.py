@@ -138,18 +138,31 @@ def test_frozen_embedding_and_head_parameters_get_no_gradient():
             np.testing.assert_array_equal(p.grad, want[name], err_msg=name)
 
 
-def test_images_that_require_grad_take_the_composed_path_and_get_their_gradient():
-    model = random_model(seed=7)
-    x = Tensor(np.random.default_rng(7).standard_normal((2, 2, 8, 8)), requires_grad=True)
-    assert not embed_op.fusable(model, x)
+@pytest.mark.parametrize("in_chans, patch", [(2, 4), (3, 2), (1, 8)])
+def test_images_that_require_grad_are_fused_too_and_get_the_composed_gradient(in_chans, patch):
+    """The fused embedding differentiates the images as well, so whether the images require
+    grad does not change the path, and so the bits, of a model's values."""
+    model = random_model(seed=7, in_chans=in_chans, patch_size=patch)
+    data = np.random.default_rng(7).standard_normal((2, in_chans, 8, 8))
+    x = Tensor(data.copy(), requires_grad=True)
+    assert embed_op.fusable(model, x)
     logits = model(x)
-    assert "patch_tokens" not in [row[0] for row in graph_summary(logits).rows]
-    logits.sum().backward()
-    assert x.grad is not None and x.grad.shape == x.shape and np.abs(x.grad).sum() > 0
+    assert "patch_tokens" in [row[0] for row in graph_summary(logits).rows]
+    np.testing.assert_array_equal(logits.data, model.forward(data))  # grad or not: same bits
+    cot = np.random.default_rng(8).standard_normal(logits.shape)
+    logits.backward(cot)
     with composed():
-        x2 = Tensor(x.data.copy(), requires_grad=True)
-        model(x2).sum().backward()
+        x2 = Tensor(data.copy(), requires_grad=True)
+        model(x2).backward(cot)
+    assert x.grad.shape == x.shape and np.abs(x.grad).sum() > 0
     assert_close_ulps(x.grad, x2.grad)
+
+
+def test_gradcheck_of_patch_tokens_includes_the_images():
+    model = random_model(seed=11, in_chans=3, patch_size=4)
+    images = np.random.default_rng(11).standard_normal((2, 3, 8, 8))
+    params = [p.data.copy() for p in embed_op.embedding_parameters(model)]
+    mg.gradcheck(lambda im, *a: embed_op.patch_tokens(im, *a, patch_size=4), [images] + params)
 
 
 def test_float16_mixed_dtypes_and_large_models_are_not_fused():
