@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -36,13 +35,21 @@ def test_every_row_is_visited_exactly_once(threads, rows, cols, n_threads):
 
 def test_large_arrays_really_use_several_threads(threads):
     threads(2)
-    # The threads take blocks from a shared counter (test_parallel_scheduling.py): blocks that
-    # take a while, or the caller may run them all before the worker wakes.
+    # The threads take blocks from a shared counter (test_parallel_scheduling.py), so one of
+    # them could run every block before the other wakes (the caller on a loaded machine, a
+    # fast worker on an idle one): each thread's first block waits, up to 10 s, until the
+    # other thread has taken one too. A sleep per block instead made this depend on the load.
     names = set()
+    both = threading.Barrier(2, timeout=10.0)
 
     def kernel(lo, hi):
-        names.add(threading.current_thread().name)
-        time.sleep(0.005)
+        me = threading.current_thread().name
+        if me not in names:
+            names.add(me)
+            try:
+                both.wait()
+            except threading.BrokenBarrierError:  # one thread only: the assert says so
+                pass
 
     parallel.for_each_block(kernel, rows=4 * parallel.PARALLEL_ELEMENTS // 64, cols=64)
     assert len(names) == 2
