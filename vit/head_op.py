@@ -29,7 +29,7 @@ def cls_head(t, norm_weight, norm_bias, head_weight, head_bias):
     Arguments are the caller's to check (``fusable``).
     """
     B, T, D = t.shape
-    cls = t[:, 0]  # a strided view: layer_norm_forward's first product makes a new array
+    cls = t[:, 0]  # a strided view of the op's input: layer_norm_forward only reads it
     c, ln = layer_norm_forward(cls, norm_weight, norm_bias)
     logits = head_forward(c, head_weight, head_bias)
 
