@@ -277,7 +277,8 @@ class Optimizer(OptimizerState):
 
     def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
         """The step's numbers must fit the dtype they are used in: a learning rate (or a
-        factor) that overflows it makes every update inf without an error."""
+        factor) that overflows it makes every update inf without an error, and an ``eps``
+        (of the optimizers that have one) must stay a normal number of it."""
         top = float(np.finfo(compute).max)
         for name, value in (("lr", lr), *((n, group[n]) for n in self._group_names())):
             if isinstance(value, float) and abs(value) > top:
@@ -285,6 +286,8 @@ class Optimizer(OptimizerState):
                     f"{name}: got {value}; it overflows {compute}, the dtype parameter {i} is "
                     f"updated in; expected at most {top}"
                 )
+        if "eps" in group:
+            self._check_eps(i, compute, group["eps"])
 
     def _update(self, param: np.ndarray, grad: np.ndarray, state: dict, lr: float,
                 group: dict) -> tuple[np.ndarray, dict[str, Any]]:

@@ -55,10 +55,6 @@ class RMSprop(Optimizer):
 
     float16_in_float32 = True
 
-    def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
-        super()._check_numbers(i, compute, lr, group)
-        self._check_eps(i, compute, group["eps"])
-
     def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
         if name == "square_avg" and np.any(value < 0):
             raise ValueError(f"{where}: holds a negative value; expected the running mean of "
