@@ -79,6 +79,19 @@ def test_adamw_eps_that_rounds_to_zero_in_the_dtype_is_refused():
     AdamW([Parameter(np.ones(2))], eps=1e-50)  # float64 holds it
 
 
+def test_rmsprop_eps_that_rounds_to_zero_in_the_dtype_is_refused_at_the_step():
+    from minigrad.optim import RMSprop
+    p = Parameter(np.ones(2, np.float32))
+    p.grad = np.ones(2, np.float32)
+    opt = RMSprop([p], eps=1e-50)
+    with pytest.raises(ValueError, match=r"eps: got 1e-50.*float32"):
+        opt.step()
+    np.testing.assert_array_equal(p.data, np.ones(2, np.float32))  # nothing moved
+    q = Parameter(np.ones(2))  # float64 holds it
+    q.grad = np.ones(2)
+    RMSprop([q], eps=1e-50).step()
+
+
 def test_lr_that_overflows_the_parameter_dtype_is_refused_before_any_update():
     a = Parameter(np.ones(2))
     b = Parameter(np.ones(2, np.float16))
