@@ -64,6 +64,9 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
     Accepts ``int`` and NumPy integer scalars; refuses bools, floats (even ``2.0``) and
     strings with TypeError.
     """
+    if (type(value) is int and (low is None or value >= low)
+            and (high is None or value <= high)):
+        return value  # the common case, checked without building the message
     label = _label(name, owner)
     if type(value) is not int and (isinstance(value, bool)
                                    or not isinstance(value, numbers.Integral)):
@@ -98,6 +101,10 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     ``Decimal`` is not one and is refused. A number beyond float64's range (``10**400``, a
     long double ``1e4000``) is a ValueError, whatever the bounds.
     """
+    if type(value) is float and (not finite or (
+            (value > low if low_open else value >= low)
+            and (value < high if high_open else value <= high) and math.isfinite(value))):
+        return value  # the common case, checked without building the message
     label = _label(name, owner)
     if type(value) is not float and (isinstance(value, bool)
                                      or not isinstance(value, numbers.Real)):
@@ -160,6 +167,8 @@ def boolean(name: str, value: Any, *, owner: str | None = None) -> bool:
 def choice(name: str, value: Any, options: Iterable[str], *, owner: str | None = None) -> str:
     """``value`` if it is one of the string ``options``."""
     options = tuple(options)
+    if type(value) is str and value in options:
+        return value  # the common case, checked without building the message
     label = _label(name, owner)
     expected = ", ".join(map(repr, options))
     if not isinstance(value, str):
