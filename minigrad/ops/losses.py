@@ -190,16 +190,24 @@ def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
     if labels.shape != shape:
         raise ValueError(f"{owner} target: got integer labels of shape {labels.shape}; "
                          f"expected shape {shape}")
+    if not 0 <= ignore_index < C and _in_range(labels, C):
+        # the common case: every label is a class, so none equals ignore_index
+        return np.ones(shape, dtype=bool), labels, True
     keep = labels != ignore_index
-    every = bool(np.logical_and.reduce(keep, axis=None))  # the common case: nothing ignored
+    every = bool(np.logical_and.reduce(keep, axis=None))  # nothing ignored
     kept = labels if every else labels[keep]
-    # the ufuncs' own reductions: min() and max() without NumPy's Python wrappers
-    if kept.size and (np.minimum.reduce(kept, axis=None) < 0
-                      or np.maximum.reduce(kept, axis=None) >= C):
+    if not _in_range(kept, C):
         raise ValueError(f"{owner} target: got labels in [{kept.min()}, {kept.max()}]; "
                          f"expected class indices in [0, {C - 1}] (or ignore_index, "
                          f"{ignore_index})")
     return keep, (labels if every else np.where(keep, labels, 0)), every
+
+
+def _in_range(labels, C: int) -> bool:
+    """True when every label is in [0, C) (none for an empty array)."""
+    # the ufuncs' own reductions: min() and max() without NumPy's Python wrappers
+    return not labels.size or bool(np.minimum.reduce(labels, axis=None) >= 0
+                                   and np.maximum.reduce(labels, axis=None) < C)
 
 
 def _class_weight(owner: str, weight, C: int, dtype):
