@@ -39,12 +39,8 @@ def encoder_block(t, norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b, fc1_w, f
     out, cache = block_forward(t.reshape(B * T, D), params, "", B, num_heads)
 
     def gradients(g):
-        ln1, attn, ln2, (h, z, tau, a, w1, w2) = cache
-        # block_backward overwrites the MLP's cached z, tau and GELU(z): give it copies, so
-        # that the cache stays valid for another pass
-        grads = {}
-        caches = (ln1, attn, ln2, (h, z.copy(), tau.copy(), a.copy(), w1, w2))
-        dt = block_backward(g.reshape(B * T, D), caches, grads, "", B, num_heads)
+        grads = {}  # (block_backward leaves the cache as it was: it serves any number of passes)
+        dt = block_backward(g.reshape(B * T, D), cache, grads, "", B, num_heads)
         return [dt.reshape(B, T, D)] + [grads[name] for name in BLOCK_PARAMS]
 
     return out.reshape(B, T, D), joint_vjps(11, gradients)
@@ -60,7 +56,7 @@ def fusable(block, t) -> bool:
     if type(data) is not np.ndarray or data.ndim != 3:
         return False
     B, T, D = data.shape
-    fc1 = block.mlp.fc1.weight
+    fc1 = block.mlp.fc1.weight.data
     n1, n2 = block.norm1, block.norm2
     if (fc1.shape[0] != D or n1.weight is None or n2.weight is None
             or n1.eps != LN_EPS or n2.eps != LN_EPS

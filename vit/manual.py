@@ -4,8 +4,8 @@ This is the whole model's backward pass in one place, to be read next to docs/ba
 and the speed-of-light baseline the engine is measured against (benchmarks/train_step.py).
 Each stage is a pair of functions: ``*_forward`` returns its output and a small cache of
 what the backward needs; ``*_backward`` maps the output's gradient to the input's gradient
-and the stage's parameter gradients. A backward consumes its cache: it may overwrite the
-cached buffers (they are dead afterwards), so each is called once per forward.
+and the stage's parameter gradients. A backward writes only into buffers of its own: its
+cache stays as it was, so it may run again on the same cache (a second backward pass).
 
 Shapes: B images of C channels and H x W pixels, patch side P, N = (H/P)(W/P) patches,
 T = N + 1 tokens, D features, h heads of width d = D/h, F hidden MLP features, K classes,
@@ -288,19 +288,20 @@ def mlp_backward(g, cache):
     dw2 = a.T @ g
     db2 = column_sum(g)
     dz = g @ w2.T
-    # GELU'(z), built in the buffers of the forward's z and GELU(z), which are not needed again
-    np.multiply(tau, tau, out=a)
-    np.subtract(1.0, a, out=a)  # 1 - τ²
-    a *= z
-    a *= 0.5 * GELU_C
-    z *= z
-    z *= 3.0 * GELU_K
-    z += 1.0
-    a *= z
-    tau += 1.0
-    tau *= 0.5
-    a += tau
-    dz *= a
+    # GELU'(z) in new buffers: the cache stays as it was (vit/block_op.py's backward may
+    # run again on it)
+    slope = np.multiply(tau, tau)
+    np.subtract(1.0, slope, out=slope)  # 1 - τ²
+    slope *= z
+    slope *= 0.5 * GELU_C
+    cubic = np.multiply(z, z)
+    cubic *= 3.0 * GELU_K
+    cubic += 1.0
+    slope *= cubic
+    half = np.add(tau, 1.0)
+    half *= 0.5
+    slope += half
+    dz *= slope
     dw1 = h.T @ dz
     db1 = column_sum(dz)
     return dz @ w1.T, dw1, db1, dw2, db2

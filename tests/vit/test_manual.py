@@ -110,3 +110,33 @@ def test_sgd_step_matches_engine_train_step():
     p32 = {k: v.astype(np.float32) for k, v in params.items()}
     manual.sgd_step(p32, {k: v.astype(np.float32) for k, v in grads.items()}, np.float64(0.1))
     assert all(v.dtype == np.float32 for v in p32.values())
+
+
+def _arrays(tree):
+    """Every array in a nested tuple of caches, in order."""
+    if isinstance(tree, np.ndarray):
+        return [tree]
+    if isinstance(tree, (tuple, list)):
+        return [a for item in tree for a in _arrays(item)]
+    return []
+
+
+def test_block_backward_leaves_its_cache_as_it_was():
+    # vit/block_op.py runs block_backward on the same cache in every backward pass
+    cfg, batch = CONFIGS[2]
+    model = _perturbed(TinyViT(**cfg, dtype=np.float64, seed=0))
+    params = model.state_dict()
+    rng = np.random.default_rng(3)
+    M, D = batch * ((cfg["img_size"] // cfg["patch_size"]) ** 2 + 1), cfg["dim"]
+    t = rng.standard_normal((M, D))
+    g = rng.standard_normal((M, D))
+    _, cache = manual.block_forward(t, params, "block.", batch, cfg["num_heads"])
+    saved = [a.copy() for a in _arrays(cache)]
+    first, second = {}, {}
+    dt1 = manual.block_backward(g, cache, first, "block.", batch, cfg["num_heads"])
+    for a, b in zip(_arrays(cache), saved):
+        np.testing.assert_array_equal(a, b)
+    dt2 = manual.block_backward(g, cache, second, "block.", batch, cfg["num_heads"])
+    np.testing.assert_array_equal(dt2, dt1)
+    for name in first:
+        np.testing.assert_array_equal(second[name], first[name], err_msg=name)
