@@ -61,10 +61,10 @@ def fusable(model, x) -> bool:
     if data.ndim != 4:
         return False
     B, C, H, W = data.shape
-    P, (K, D), pos = model.patch_size, model.patch_embed.weight.shape, model.pos_embed
+    P, (K, D), pos = model.patch_size, model.patch_embed.weight.data.shape, model.pos_embed
     T = (H // P) * (W // P) + 1
     if (B == 0 or H % P or W % P or P * P * C != K
-            or pos is not None and pos.shape[1] != T):
+            or pos is not None and pos.data.shape[1] != T):
         return False
     # the patch product runs over all B·T token rows: the CLS slots are zero patches in it
     if not small_enough(2.0 * B * T * P * P * C * D, B * T * D):

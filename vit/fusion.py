@@ -47,7 +47,10 @@ def floating_dtype_of(data, params: Sequence) -> np.dtype | None:
     dtype = data.dtype
     if dtype != np.float32 and dtype != np.float64:
         return None
-    return dtype if all(p.dtype == dtype for p in params) else None
+    for p in params:  # (builtin dtypes are singletons: a byte-swapped one is another dtype)
+        if p.data.dtype is not dtype:
+            return None
+    return dtype
 
 
 def joint_vjps(count: int, gradients: Callable[[np.ndarray], list]) -> tuple:

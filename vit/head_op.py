@@ -55,10 +55,12 @@ def fusable(model, t) -> bool:
         return False
     B, T, D = data.shape
     norm, head = model.norm, model.head
-    if (T == 0 or norm.weight is None or norm.weight.shape[0] != D or norm.eps != LN_EPS
-            or head.bias is None or head.weight.shape[0] != D):
+    if norm.weight is None or head.bias is None:
         return False
-    if not small_enough(2.0 * B * D * head.weight.shape[1], B * T * D):
+    w = head.weight.data
+    if T == 0 or norm.weight.data.shape[0] != D or norm.eps != LN_EPS or w.shape[0] != D:
+        return False
+    if not small_enough(2.0 * B * D * w.shape[1], B * T * D):
         return False
     return floating_dtype_of(data, head_parameters(model)) is not None
 
