@@ -15,7 +15,7 @@ import scipy.special as sp
 
 from ..checks import choice, integer, real
 from ..defop import as_array_input, as_floating, op
-from .fused import log_softmax
+from .fused import log_softmax, log_softmax_array
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
            "nll_loss", "cross_entropy"]
@@ -295,6 +295,8 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     tests/minigrad/ops/test_fused.py.
     """
     target = np.asarray(target)
+    if _plain_case(logits, target, reduction, label_smoothing, weight, ignore_index):
+        return _plain_cross_entropy(logits, target)
     eps = _check_cross_entropy(logits, label_smoothing, reduction, ignore_index)
     C = logits.shape[-1]
     hard = _is_hard(logits, target)
@@ -359,6 +361,38 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
         return -(1.0 - eps) * lw * scale(g)
 
     return out.astype(logits.dtype, copy=False), (vjp_logits, None if hard else vjp_target)
+
+
+def _plain_case(logits, target, reduction, label_smoothing, weight, ignore_index) -> bool:
+    """True for section 11's case, checked as cheaply as it can be: floating logits (..., C),
+    integer labels (...) that are all classes (so none is ignored), mean, no weight, no
+    smoothing. Anything else (bad arguments included) takes the general path."""
+    if (weight is not None or type(reduction) is not str or reduction != "mean"
+            or type(label_smoothing) not in (float, int) or label_smoothing != 0
+            or type(ignore_index) is not int or target.dtype.kind not in "iu"
+            or not target.size or not logits.ndim or logits.dtype.kind != "f"
+            or target.shape != logits.shape[:-1]):
+        return False
+    C = logits.shape[-1]
+    return not 0 <= ignore_index < C and _in_range(target, C)
+
+
+def _plain_cross_entropy(logits, labels):
+    """loss = -mean_i log softmax(logits_i)[y_i];  logits̄ = (softmax(logits) - onehot(y)) g / n
+    (docs/backward.md §11): the general path's plain branch, the same operations, one call."""
+    lsm = log_softmax_array(logits, -1)
+    n = labels.size
+    picked = _pick(lsm, labels)
+    out = np.add.reduce(-picked, axis=None) / n
+
+    def vjp_logits(g):
+        p = np.exp(lsm, order="C")  # C order: the reshape below must be a view
+        # one label per row, so plain fancy-index assignment cannot collide
+        p.reshape(n, -1)[np.arange(n), labels.reshape(-1)] -= 1.0
+        p *= g / n
+        return p
+
+    return out.astype(logits.dtype, copy=False), (vjp_logits, None)
 
 
 def _pick(values, labels):

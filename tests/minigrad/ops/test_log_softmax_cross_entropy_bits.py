@@ -85,3 +85,21 @@ def test_cross_entropy_and_its_gradient_are_the_plain_formulas_bit_for_bit(kind,
     _same_bits(loss.data, np.asarray(want).astype(dtype))
     assert xt.grad.dtype == dtype
     np.testing.assert_array_equal(xt.grad, p.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 10), (3, 5, 7), (1, 1), (9,)])
+def test_the_plain_case_shortcut_gives_the_general_paths_bits(shape, dtype):
+    # cross_entropy answers integer labels, mean, no weight and nothing ignored in a shortcut;
+    # a NumPy integer ignore_index (the same value) takes the general path
+    x = _logits(shape, dtype, "plain", 11)
+    labels = np.random.default_rng(12).integers(0, shape[-1], shape[:-1])
+    results = []
+    for ignore_index in (-100, np.int64(-100)):
+        xt = Tensor(x, requires_grad=True)
+        loss = F.cross_entropy(xt, labels, ignore_index=ignore_index)
+        loss.backward(np.asarray(0.37, dtype=dtype))  # a cotangent other than 1
+        results.append((loss.data, xt.grad))
+    (v1, g1), (v2, g2) = results
+    _same_bits(v1, v2)
+    _same_bits(g1, g2)
