@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import checks
 from ..tensor import Tensor
+from .registry import Registry, structure
 
 __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys"]
 
@@ -64,8 +65,8 @@ class Module:
     """
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_parameters", Registry())
+        object.__setattr__(self, "_modules", Registry())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "training", True)
@@ -218,9 +219,14 @@ class Module:
     def parameters(self) -> Iterator[Parameter]:
         """Every parameter once, in ``named_parameters`` order (what an optimizer takes).
 
-        The same walk as ``named_parameters`` without building names: ``zero_grad`` and
-        training loops call it every step.
+        The same walk as ``named_parameters`` without building names. ``zero_grad`` and
+        training loops call it every step, so the list found is kept until a parameter or a
+        module is registered or removed anywhere (minigrad/nn/registry.py).
         """
+        token = structure()
+        kept = self.__dict__.get("_parameters_found")
+        if kept is not None and kept[0] is token:
+            return iter(kept[1])
         seen_modules: set[int] = set()
         seen: set[int] = set()
         found = []
@@ -235,6 +241,7 @@ class Module:
                     seen.add(id(param))
                     found.append(param)
             stack.extend(reversed(module._modules.values()))
+        object.__setattr__(self, "_parameters_found", (token, found))
         return iter(found)
 
     def named_buffers(self, prefix: str = "", persistent_only: bool = False
