@@ -279,7 +279,8 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     (:func:`as_array_input`; None passes only where the parameter's default is None) before
     the forward runs, and they are the operands whose dimensions make 0-d arguments weakly
     typed (:func:`weakly_typed`; every positional argument is one when ``arrays`` is 0). The
-    undecorated forward stays reachable as ``.forward``.
+    undecorated forward stays reachable as ``.forward``, the name the graph records as
+    ``.op_name``.
     """
     if forward is None:
         return functools.partial(op, name=name, arrays=arrays)
@@ -350,5 +351,6 @@ def op(forward: Callable | None = None, *, name: str | None = None,
         return record(out, args, vjps, opname, positional)
 
     apply.forward = forward
+    apply.op_name = opname
     apply.is_op = True
     return apply

@@ -20,6 +20,7 @@ from minigrad.nn import LayerNorm, Linear, Module
 from minigrad.ops.attention import attention_weights
 
 from . import block_op
+from .fusion import run_checked
 from .manual import GELU_C, GELU_K, LN_EPS
 
 __all__ = ["vit_block", "Attention", "Mlp", "Block", "check_heads", "attention", "mlp"]
@@ -94,8 +95,8 @@ class Block(Module):
         """(B, T, D) -> (B, T, D). A small block runs as one op (``block_op.encoder_block``,
         the same function written out by hand); the rest as the fused ops below."""
         if block_op.fusable(self, t):
-            return block_op.encoder_block(t, *block_op.block_parameters(self),
-                                          num_heads=self.attn.num_heads)
+            return run_checked(block_op.encoder_block, [t, *block_op.block_parameters(self)],
+                               num_heads=self.attn.num_heads)
         t = t + self.attn(self.norm1(t))
         return t + self.mlp(self.norm2(t))
 

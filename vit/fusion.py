@@ -18,15 +18,18 @@ encoder block" and "The embedding and the head as single ops", has the measureme
 """
 from __future__ import annotations
 
+from functools import partial
+from itertools import repeat
 from typing import Callable, Sequence
 
 import numpy as np
 
+from minigrad import record
 from minigrad.ops.rowwise import GEMV_ELEMENTS
 from minigrad.parallel import BLAS_THREADED_FLOPS
 
 __all__ = ["FUSE_BELOW_FLOPS", "FUSE_MAX_ELEMENTS", "small_enough", "floating_dtype_of",
-           "joint_vjps"]
+           "joint_vjps", "run_checked"]
 
 #: A stage runs as one op while its largest matrix product (2·m·n·k FLOPs) is below this;
 #: 0 turns every fused op off (the model composed from minigrad's ops, as before).
@@ -61,14 +64,31 @@ def joint_vjps(count: int, gradients: Callable[[np.ndarray], list]) -> tuple:
     forgets it (so the engine may adopt the array as a gradient buffer). A second backward
     pass (``retain_graph``) finds its result gone, or another cotangent, and runs it again.
     """
-    state = [None, None]  # [the cotangent, the gradients not yet handed over]
+    take = _Shared(gradients).take
+    return tuple(map(partial, repeat(take, count), range(count)))  # (no Python loop)
 
-    def vjp(i: int):
-        def grad(g):
-            if state[0] is not g or state[1][i] is None:
-                state[0], state[1] = g, gradients(g)
-            result, state[1][i] = state[1][i], None
-            return result
-        return grad
 
-    return tuple(vjp(i) for i in range(count))
+class _Shared:
+    """The state of ``joint_vjps``: the last cotangent and the gradients not yet handed over."""
+
+    __slots__ = ("gradients", "cotangent", "results")
+
+    def __init__(self, gradients: Callable[[np.ndarray], list]) -> None:
+        self.gradients, self.cotangent, self.results = gradients, None, None
+
+    def take(self, i: int, g: np.ndarray) -> np.ndarray:
+        results = self.results
+        if self.cotangent is not g or results[i] is None:
+            self.cotangent, results = g, self.gradients(g)
+            self.results = results
+        result, results[i] = results[i], None
+        return result
+
+
+def run_checked(op: Callable, inputs: Sequence, **consts):
+    """``op(*inputs, **consts)`` for Tensors that a ``fusable`` rule has checked (arrays of one
+    floating dtype, with dimensions): the forward on their arrays, recorded as the op's own
+    wrapper records it, without the wrapper's per-argument conversions (numbers, NumPy
+    scalars, 0-d arrays), none of which applies to such inputs."""
+    out, vjps = op.forward(*[x.data for x in inputs], **consts)
+    return record(out, inputs, vjps, op.op_name)

@@ -17,6 +17,7 @@ from minigrad.nn import LayerNorm, Linear, Module, ModuleList, Parameter
 
 from . import embed_op, head_op, manual
 from .block import Block
+from .fusion import run_checked
 from .limits import (CONFIG_KEYS, DTYPES, MAX_ACTIVATION_BYTES, MAX_DEPTH, MAX_PARAMETERS,
                      activation_bytes, check_config, current_limits, limits, parameter_count,
                      parameter_shapes, parse_config)
@@ -142,8 +143,8 @@ class TinyViT(Module):
         after the CLS token, plus the position embeddings. A small model does it as one op
         (``embed_op.patch_tokens``, the same function written out by hand)."""
         if embed_op.fusable(self, x):
-            return embed_op.patch_tokens(x, *embed_op.embedding_parameters(self),
-                                         patch_size=self.patch_size)
+            return run_checked(embed_op.patch_tokens, [x, *embed_op.embedding_parameters(self)],
+                               patch_size=self.patch_size)
         if not x.requires_grad:  # images are constants: cut them with NumPy, record nothing
             x = Tensor(patchify(x.data, self.patch_size))
         else:
@@ -173,7 +174,7 @@ class TinyViT(Module):
         small model computes as one op from the encoder's output (``head_op.cls_head``)."""
         t = self.encode(self.tokens(x))
         if head_op.fusable(self, t):
-            return head_op.cls_head(t, *head_op.head_parameters(self))
+            return run_checked(head_op.cls_head, [t, *head_op.head_parameters(self)])
         return self.head(self.norm(t[:, 0]))
 
     # ---- the NumPy contract ------------------------------------------------------------
