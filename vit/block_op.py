@@ -17,7 +17,7 @@ import minigrad as mg
 
 from . import fusion
 from .fusion import floating_dtype_of, joint_vjps
-from .manual import BLOCK_PARAMS, LN_EPS, block_backward, block_forward
+from .manual import LN_EPS, block_backward, block_forward
 
 __all__ = ["encoder_block", "fusable", "block_parameters", "largest_product"]
 
@@ -34,14 +34,14 @@ def encoder_block(t, norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b, fc1_w, f
     backward pass for all eleven inputs. Arguments are the caller's to check (``fusable``).
     """
     B, T, D = t.shape
-    params = dict(zip(BLOCK_PARAMS, (norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b,
-                                     fc1_w, fc1_b, fc2_w, fc2_b)))
-    out, cache = block_forward(t.reshape(B * T, D), params, "", B, num_heads)
+    out, cache = block_forward(t.reshape(B * T, D), (norm1_w, norm1_b, qkv_w, proj_w, norm2_w,
+                                                      norm2_b, fc1_w, fc1_b, fc2_w, fc2_b),
+                               B, num_heads)
 
     def gradients(g):
-        grads = {}  # (block_backward leaves the cache as it was: it serves any number of passes)
-        dt = block_backward(g.reshape(B * T, D), cache, grads, "", B, num_heads)
-        return [dt.reshape(B, T, D)] + [grads[name] for name in BLOCK_PARAMS]
+        # (block_backward leaves the cache as it was: it serves any number of passes)
+        dt, grads = block_backward(g.reshape(B * T, D), cache, B, num_heads)
+        return [dt.reshape(B, T, D)] + grads
 
     return out.reshape(B, T, D), joint_vjps(11, gradients)
 

@@ -121,7 +121,7 @@ def embed_backward(dt, cache, batch, has_pos):
     dw = (padded.T @ dt).reshape(C, P, P, D).transpose(1, 2, 0, 3).reshape(P * P * C, D)
     db = column_sum(dt3[:, 1:].reshape(-1, D))
     dcls = column_sum(dt3[:, 0]).reshape(1, 1, D)
-    dpos = dt3.sum(axis=0, keepdims=True) if has_pos else None
+    dpos = np.add.reduce(dt3, axis=0, keepdims=True) if has_pos else None  # (np.sum's bits)
     return dw, db, dcls, dpos
 
 
@@ -315,7 +315,7 @@ def head_forward(c, w, b):
 
 def head_backward(g, c, w):
     """logits̄ (B, K) -> (c̄ = logits̄ Wᵀ, W̄ = cᵀ logits̄, b̄ = Σ_batch logits̄)."""
-    return g @ w.T, c.T @ g, g.sum(axis=0)
+    return g @ w.T, c.T @ g, np.add.reduce(g, axis=0)  # (np.sum without its wrapper)
 
 
 def cross_entropy_forward(logits, targets):
@@ -366,33 +366,32 @@ def _depth(params) -> int:
     return max(depth, 1)  # no blocks at all: the check of block. names reports them missing
 
 
-def block_forward(t, p, prefix, batch, num_heads):
+def block_forward(t, weights, batch, num_heads):
     """One pre-norm block on the tokens t (M, D): t1 = t + attn(LN1(t)); t1 + mlp(LN2(t1)).
-    Returns the block's output and its caches (ln1, attn, ln2, mlp)."""
-    h1, ln1 = layer_norm_forward(t, p[prefix + "norm1.weight"], p[prefix + "norm1.bias"])
-    t1, attn = attention_forward(h1, p[prefix + "attn.qkv.weight"],
-                                 p[prefix + "attn.proj.weight"], batch, num_heads)
+    ``weights``: the block's ten arrays in ``BLOCK_PARAMS`` order. Returns the block's output
+    and its caches (ln1, attn, ln2, mlp)."""
+    n1w, n1b, qkv, proj, n2w, n2b, fc1w, fc1b, fc2w, fc2b = weights
+    h1, ln1 = layer_norm_forward(t, n1w, n1b)
+    t1, attn = attention_forward(h1, qkv, proj, batch, num_heads)
     t1 += t  # residual
-    h2, ln2 = layer_norm_forward(t1, p[prefix + "norm2.weight"], p[prefix + "norm2.bias"])
-    t2, mlp = mlp_forward(h2, p[prefix + "mlp.fc1.weight"], p[prefix + "mlp.fc1.bias"],
-                          p[prefix + "mlp.fc2.weight"], p[prefix + "mlp.fc2.bias"])
+    h2, ln2 = layer_norm_forward(t1, n2w, n2b)
+    t2, mlp = mlp_forward(h2, fc1w, fc1b, fc2w, fc2b)
     t2 += t1  # residual
     return t2, (ln1, attn, ln2, mlp)
 
 
-def block_backward(dt2, cache, g, prefix, batch, num_heads):
-    """The block's output gradient (M, D) -> its input gradient; its parameters' gradients
-    go into ``g`` under ``prefix``. Each residual adds the gradient that skips the stage."""
+def block_backward(dt2, cache, batch, num_heads):
+    """The block's output gradient (M, D) -> (its input gradient, its ten parameters'
+    gradients in ``BLOCK_PARAMS`` order). Each residual adds the gradient that skips the
+    stage."""
     ln1, attn, ln2, mlp = cache
-    dh2, g[prefix + "mlp.fc1.weight"], g[prefix + "mlp.fc1.bias"], \
-        g[prefix + "mlp.fc2.weight"], g[prefix + "mlp.fc2.bias"] = mlp_backward(dt2, mlp)
-    dt1, g[prefix + "norm2.weight"], g[prefix + "norm2.bias"] = layer_norm_backward(dh2, ln2)
+    dh2, dfc1w, dfc1b, dfc2w, dfc2b = mlp_backward(dt2, mlp)
+    dt1, dn2w, dn2b = layer_norm_backward(dh2, ln2)
     dt1 += dt2  # residual
-    dh1, g[prefix + "attn.qkv.weight"], g[prefix + "attn.proj.weight"] = attention_backward(
-        dt1, attn, batch, num_heads)
-    dt, g[prefix + "norm1.weight"], g[prefix + "norm1.bias"] = layer_norm_backward(dh1, ln1)
+    dh1, dqkv, dproj = attention_backward(dt1, attn, batch, num_heads)
+    dt, dn1w, dn1b = layer_norm_backward(dh1, ln1)
     dt += dt1  # residual
-    return dt
+    return dt, [dn1w, dn1b, dqkv, dproj, dn2w, dn2b, dfc1w, dfc1b, dfc2w, dfc2b]
 
 
 def forward(params, images, patch_size, num_heads):
@@ -403,7 +402,7 @@ def forward(params, images, patch_size, num_heads):
                            p["cls_token"], p.get("pos_embed"), patch_size)
     blocks = []
     for prefix in block_prefixes(_depth(p)):
-        t, cache = block_forward(t, p, prefix, B, num_heads)
+        t, cache = block_forward(t, [p[prefix + n] for n in BLOCK_PARAMS], B, num_heads)
         blocks.append(cache)
     cls = t.reshape(B, -1, t.shape[1])[:, 0]  # (B, D)
     c, lnf = layer_norm_forward(cls, p["norm.weight"], p["norm.bias"])
@@ -443,7 +442,8 @@ def loss_and_grads(params, images, targets, patch_size, num_heads):
     dt = np.zeros((M, D), dtype=dtype)
     dt.reshape(B, -1, D)[:, 0] = dcls
     for prefix, cache in zip(reversed(block_prefixes(depth)), reversed(blocks)):
-        dt = block_backward(dt, cache, g, prefix, B, num_heads)
+        dt, grads = block_backward(dt, cache, B, num_heads)
+        g.update(zip([prefix + n for n in BLOCK_PARAMS], grads))
     has_pos = params.get("pos_embed") is not None
     g["patch_embed.weight"], g["patch_embed.bias"], g["cls_token"], dpos = embed_backward(
         dt, emb, B, has_pos)

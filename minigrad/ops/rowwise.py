@@ -112,14 +112,20 @@ def column_sum(a: np.ndarray) -> np.ndarray:
     if n > 64 or n_rows == 0 or a.dtype.kind in "biu":
         return np.add.reduce(a, axis=0)
     step = max(1, GEMV_ELEMENTS // max(n, 1))
-    ones = _ones(min(n_rows, step), a.dtype)
     if n_rows <= step:
-        return ones @ a
-    parts = np.empty((-(-n_rows // step), n), dtype=np.result_type(a, ones))
-    for i, lo in enumerate(range(0, n_rows, step)):
-        hi = min(lo + step, n_rows)
-        np.matmul(ones[:hi - lo], a[lo:hi], out=parts[i])
-    return np.add.reduce(parts, axis=0)
+        return _ones(n_rows, a.dtype) @ a
+    # k parts of equal height (at most step rows): one stacked product, k GEMVs in NumPy's
+    # own loop (splitting the row axis is a view, whatever a's strides); the rows that do
+    # not fill a part (fewer than k) are one more GEMV
+    k = -(-n_rows // step)
+    height = -(-n_rows // k)
+    ones = _ones(height, a.dtype)
+    whole = n_rows // height * height
+    parts = ones @ a[:whole].reshape(-1, height, n)
+    total = np.add.reduce(parts, axis=0)
+    if whole < n_rows:
+        total += _ones(n_rows - whole, a.dtype) @ a[whole:]
+    return total
 
 
 def row_max(a: np.ndarray) -> np.ndarray:

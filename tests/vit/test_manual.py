@@ -130,13 +130,13 @@ def test_block_backward_leaves_its_cache_as_it_was():
     M, D = batch * ((cfg["img_size"] // cfg["patch_size"]) ** 2 + 1), cfg["dim"]
     t = rng.standard_normal((M, D))
     g = rng.standard_normal((M, D))
-    _, cache = manual.block_forward(t, params, "block.", batch, cfg["num_heads"])
+    weights = [params["block." + n] for n in manual.BLOCK_PARAMS]
+    _, cache = manual.block_forward(t, weights, batch, cfg["num_heads"])
     saved = [a.copy() for a in _arrays(cache)]
-    first, second = {}, {}
-    dt1 = manual.block_backward(g, cache, first, "block.", batch, cfg["num_heads"])
+    dt1, first = manual.block_backward(g, cache, batch, cfg["num_heads"])
     for a, b in zip(_arrays(cache), saved):
         np.testing.assert_array_equal(a, b)
-    dt2 = manual.block_backward(g, cache, second, "block.", batch, cfg["num_heads"])
+    dt2, second = manual.block_backward(g, cache, batch, cfg["num_heads"])
     np.testing.assert_array_equal(dt2, dt1)
-    for name in first:
-        np.testing.assert_array_equal(second[name], first[name], err_msg=name)
+    for name, a, b in zip(manual.BLOCK_PARAMS, first, second):
+        np.testing.assert_array_equal(b, a, err_msg=name)
