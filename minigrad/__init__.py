@@ -16,13 +16,14 @@ from . import heap, nn, optim
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .summary import GraphSummary, graph_summary
-from .defop import op, record
+from .defop import JointVJP, op, record
 from .tensor import Tensor, as_tensor, tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "tensor", "as_tensor", "no_grad", "enable_grad", "is_grad_enabled", "op", "record",
+    "JointVJP",
     "functional", "F", "gradcheck", "GradcheckError", "GradcheckReport",
     "taylor_check", "graph_summary", "GraphSummary", "nn", "optim", "heap",
 ]

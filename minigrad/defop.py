@@ -25,6 +25,13 @@ argument's shape if the forward broadcast it, and casts it to the argument's dty
 Tensor that requires grad at a position with no VJP is a TypeError naming the op and the
 parameter (when the result is floating): its gradient is never dropped without a word.
 
+When one computation gives every input's gradient (a hand-derived backward of a whole
+stage), ``vjps`` may be ``JointVJP(gradients)`` instead: ``gradients(g, needed) -> [x̄_0,
+x̄_1, ...]``, one entry per positional parameter, called once per backward pass. ``needed``
+holds one bool per positional argument passed, True where it is a Tensor that requires grad
+(as ``ctx.needs_input_grad`` in torch); the other entries are ignored (None is fine), and
+so are those past the arguments passed. Each entry used is treated as a VJP's result.
+
 A forward may return several outputs as a tuple ``((out_0, out_1, ...), vjps)``: the op
 then returns a tuple of Tensors, and each VJP receives the tuple of cotangents
 ``(g_0, g_1, ...)``, one per output, and is called once per backward pass however many of
@@ -55,10 +62,37 @@ from .gradmode import grad_mode
 from .graph import Node
 from .tensor import Tensor
 
-__all__ = ["op", "record", "as_array_input", "as_floating", "weakly_typed"]
+__all__ = ["op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
 _ARRAYS = (Tensor, np.ndarray)
+
+
+class JointVJP:
+    """The VJPs of every input of an op as one function, ``gradients(g, needed) -> [x̄_0, ...]``
+    (see the module docstring): the engine calls it once per backward pass, with the tuple
+    ``needed`` (one bool per positional argument: does its gradient reach a leaf?)."""
+
+    __slots__ = ("gradients",)
+
+    def __init__(self, gradients: Callable[[Any, tuple], Sequence]) -> None:
+        if not callable(gradients):
+            raise TypeError(f"JointVJP gradients: got {type(gradients).__name__}; expected a "
+                            "function gradients(g, needed) -> one gradient per input")
+        self.gradients = gradients
+
+
+def _joint_edges(vjps: JointVJP, inputs: Sequence[Any]) -> tuple:
+    """For a JointVJP: ``range(len(inputs))`` to stand for the VJPs (input i's edge holds i,
+    where the sweep finds its gradient in the joint result) and the gradients function."""
+    return range(len(inputs)), vjps.gradients
+
+
+def _needed(edges: Sequence, count: int) -> tuple:
+    needed = [False] * count
+    for _, i in edges:
+        needed[i] = True
+    return tuple(needed)
 
 
 def as_array_input(value: Any, op: str, param: str) -> Any:
@@ -148,8 +182,12 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
         out = np.asarray(out)
     if not grad_mode.enabled:
         return Tensor._make(out) if out.base is None else _output(out, inputs, None)
-    if type(vjps) is not tuple:  # a single VJP (a function, or an object with __call__)
-        vjps = (vjps,) if callable(vjps) else vjps
+    joint = None
+    if type(vjps) is not tuple:
+        if type(vjps) is JointVJP:
+            vjps, joint = _joint_edges(vjps, inputs)
+        else:  # a single VJP (a function, or an object with __call__)
+            vjps = (vjps,) if callable(vjps) else vjps
     edges = []
     plain = True  # input i is edge i for every Tensor input (edges first, no constant Tensor)
     gap = False
@@ -177,8 +215,10 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     # In the plain case backward reaches each input's version cell through its edge's
     # parent; otherwise the node lists every input's.
     versions = None if plain else _edges_and_versions(inputs, vjps)[1]
-    return Tensor._make(out, Node(name, tuple(edges), out.shape, out.dtype, cell, versions),
-                        cell)
+    node = Node(name, tuple(edges), out.shape, out.dtype, cell, versions)
+    if joint is not None:
+        node.joint = (joint, _needed(edges, len(inputs)))
+    return Tensor._make(out, node, cell)
 
 
 def _refuse(name: str, params: Sequence[str], inputs: Sequence[Any], vjps: Sequence,
@@ -248,7 +288,10 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
     outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
     if not grad_mode.enabled:
         return tuple(_output(o, inputs, None) for o in outs)
-    if callable(vjps):
+    joint = None
+    if type(vjps) is JointVJP:
+        vjps, joint = _joint_edges(vjps, inputs)
+    elif callable(vjps):
         vjps = (vjps,)
     floating = [o.dtype.kind == "f" for o in outs]
     edges, versions = _edges_and_versions(inputs, vjps, name, params, any(floating))
@@ -257,6 +300,8 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
     specs = tuple((o.shape, o.dtype) for o in outs)
     node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), None,
                 versions, outputs=specs)
+    if joint is not None:
+        node.joint = (joint, _needed(edges, len(inputs)))
     results = []
     for k, (o, f) in enumerate(zip(outs, floating)):
         if not f:

@@ -55,13 +55,16 @@ class Node:
     (its ``shape``, ``dtype`` and ``cell`` are tuples too, one item per output); output k's
     own Node has ``outputs = k`` and the one edge ``(that node, None)``.
 
-    ``edges`` is set to None when the graph is released after ``backward``; the VJP closures,
-    and the arrays they saved, are freed with it. ``retained`` is a weak reference to the
+    An op whose VJPs are one ``JointVJP`` has ``joint = (gradients, needed)`` and edges
+    ``(parent, i)``: input i's gradient is item i of ``gradients(g, needed)``.
+
+    ``edges`` (and ``joint``) are set to None when the graph is released after ``backward``;
+    the VJP closures, and the arrays they saved, are freed with them. ``retained`` is a weak reference to the
     tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or None.
     """
 
     __slots__ = ("op", "edges", "shape", "dtype", "retained", "cell", "stamp", "versions",
-                 "outputs")
+                 "outputs", "joint")
 
     def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype,
                  cell: list | tuple | None = None, versions: tuple | None = None,
@@ -75,6 +78,7 @@ class Node:
         self.stamp = _stamp[0]
         self.versions = versions
         self.outputs = outputs
+        self.joint = None
 
 
 def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
@@ -242,8 +246,14 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
                 continue
             g = tuple(np.zeros(shape, dtype) if gk is None else gk
                       for gk, (shape, dtype) in zip(g, outputs))
+        joint = node.joint
+        if joint is not None:
+            results = _joint_results(node, g)
         for k, (parent, vjp) in enumerate(node.edges):
-            gp = vjp(g)
+            if joint is None:
+                gp = vjp(g)
+            else:  # (the list lets go of it: the array may become a gradient buffer)
+                gp, results[vjp] = results[vjp], None
             leaf = type(parent) is not Node
             if leaf:
                 shape, dtype = parent.data.shape, parent.data.dtype
@@ -279,7 +289,20 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
                 grads[parent] = prev + gp
                 owned.add(parent)
         if not retain_graph:
-            node.edges = None
+            node.edges = node.joint = None
+
+
+def _joint_results(node: Node, g) -> list:
+    """The gradients of a JointVJP node's inputs, as a list (one entry per input)."""
+    gradients, needed = node.joint
+    results = gradients(g, needed)
+    if not isinstance(results, (list, tuple)) or len(results) < len(needed):
+        got = f"{len(results)} gradients" if isinstance(results, (list, tuple)) else \
+            f"a {type(results).__name__}"
+        raise TypeError(f"backward through op '{node.op}': its JointVJP returned {got}; "
+                        f"expected a list or tuple of {len(needed)} or more, one per "
+                        "positional parameter")
+    return list(results)
 
 
 def _references_seen_by_unshared(a: object) -> int:

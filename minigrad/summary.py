@@ -22,6 +22,8 @@ def _saved_arrays(node) -> dict:
     """
     found, seen = {}, set()
     stack = [vjp for _, vjp in node.edges or ()]
+    if node.joint is not None:  # (its edges hold input positions, the function is here)
+        stack.append(node.joint[0])
     while stack:
         obj = stack.pop()
         if id(obj) in seen:

@@ -16,7 +16,7 @@ import numpy as np
 import minigrad as mg
 
 from . import fusion
-from .fusion import floating_dtype_of, joint_vjps
+from .fusion import floating_dtype_of
 from .manual import LN_EPS, block_backward, block_forward
 
 __all__ = ["encoder_block", "fusable", "block_parameters", "largest_product"]
@@ -38,12 +38,12 @@ def encoder_block(t, norm1_w, norm1_b, qkv_w, proj_w, norm2_w, norm2_b, fc1_w, f
                                                       norm2_b, fc1_w, fc1_b, fc2_w, fc2_b),
                                B, num_heads)
 
-    def gradients(g):
+    def gradients(g, needed):
         # (block_backward leaves the cache as it was: it serves any number of passes)
         dt, grads = block_backward(g.reshape(B * T, D), cache, B, num_heads)
         return [dt.reshape(B, T, D)] + grads
 
-    return out.reshape(B, T, D), joint_vjps(11, gradients)
+    return out.reshape(B, T, D), mg.JointVJP(gradients)
 
 
 def fusable(block, t) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import minigrad as mg
 
-from .fusion import floating_dtype_of, joint_vjps, small_enough
+from .fusion import floating_dtype_of, small_enough
 from .manual import embed_backward, embed_forward
 
 __all__ = ["patch_tokens", "fusable"]
@@ -34,10 +34,11 @@ def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size:
     D = t.shape[1]
     has_pos = pos_embed is not None
 
-    def gradients(g):
-        return list(embed_backward(g.reshape(-1, D), cache, B, has_pos))
+    def gradients(g, needed):
+        return [images_gradient(g) if needed[0] else None,
+                *embed_backward(g.reshape(-1, D), cache, B, has_pos)]
 
-    def vjp_images(g):
+    def images_gradient(g):
         # the forward's layout backwards: its patch rows are in (c, p1, p2) order, against
         # the weight's rows permuted to match (embed_forward)
         P = patch_size
@@ -46,8 +47,7 @@ def patch_tokens(images, weight, bias, cls_token, pos_embed=None, *, patch_size:
         grid = rows.reshape(B, H // P, W_ // P, C, P, P).transpose(0, 3, 1, 4, 2, 5)
         return grid.reshape(B, C, H, W_)
 
-    vjps = joint_vjps(4 if has_pos else 3, gradients)
-    return t.reshape(B, -1, D), (vjp_images,) + vjps
+    return t.reshape(B, -1, D), mg.JointVJP(gradients)
 
 
 def fusable(model, x) -> bool:

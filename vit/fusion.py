@@ -18,8 +18,6 @@ encoder block" and "The embedding and the head as single ops", has the measureme
 """
 from __future__ import annotations
 
-from functools import partial
-from itertools import repeat
 from typing import Callable, Sequence
 
 import numpy as np
@@ -29,7 +27,7 @@ from minigrad.ops.rowwise import GEMV_ELEMENTS
 from minigrad.parallel import BLAS_THREADED_FLOPS
 
 __all__ = ["FUSE_BELOW_FLOPS", "FUSE_MAX_ELEMENTS", "small_enough", "floating_dtype_of",
-           "joint_vjps", "run_checked"]
+           "run_checked"]
 
 #: A stage runs as one op while its largest matrix product (2·m·n·k FLOPs) is below this;
 #: 0 turns every fused op off (the model composed from minigrad's ops, as before).
@@ -54,35 +52,6 @@ def floating_dtype_of(data, params: Sequence) -> np.dtype | None:
         if p.data.dtype is not dtype:
             return None
     return dtype
-
-
-def joint_vjps(count: int, gradients: Callable[[np.ndarray], list]) -> tuple:
-    """``count`` VJPs that share one backward computation, ``gradients(g) -> [x̄_0, ...]``.
-
-    The engine calls an op's VJPs one after the other with the same cotangent: the first call
-    runs ``gradients`` once for every input, and each VJP hands over its own result and
-    forgets it (so the engine may adopt the array as a gradient buffer). A second backward
-    pass (``retain_graph``) finds its result gone, or another cotangent, and runs it again.
-    """
-    take = _Shared(gradients).take
-    return tuple(map(partial, repeat(take, count), range(count)))  # (no Python loop)
-
-
-class _Shared:
-    """The state of ``joint_vjps``: the last cotangent and the gradients not yet handed over."""
-
-    __slots__ = ("gradients", "cotangent", "results")
-
-    def __init__(self, gradients: Callable[[np.ndarray], list]) -> None:
-        self.gradients, self.cotangent, self.results = gradients, None, None
-
-    def take(self, i: int, g: np.ndarray) -> np.ndarray:
-        results = self.results
-        if self.cotangent is not g or results[i] is None:
-            self.cotangent, results = g, self.gradients(g)
-            self.results = results
-        result, results[i] = results[i], None
-        return result
 
 
 def run_checked(op: Callable, inputs: Sequence, **consts):

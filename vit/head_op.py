@@ -12,7 +12,7 @@ import numpy as np
 
 import minigrad as mg
 
-from .fusion import floating_dtype_of, joint_vjps, small_enough
+from .fusion import floating_dtype_of, small_enough
 from .manual import LN_EPS, head_backward, head_forward, layer_norm_backward, layer_norm_forward
 
 __all__ = ["cls_head", "fusable", "head_parameters"]
@@ -33,7 +33,7 @@ def cls_head(t, norm_weight, norm_bias, head_weight, head_bias):
     c, ln = layer_norm_forward(cls, norm_weight, norm_bias)
     logits = head_forward(c, head_weight, head_bias)
 
-    def gradients(g):
+    def gradients(g, needed):
         dc, dw, db = head_backward(g, c, head_weight)
         # layer_norm_backward overwrites no cached buffer of its own: one pass serves
         # any number of backward passes
@@ -42,7 +42,7 @@ def cls_head(t, norm_weight, norm_bias, head_weight, head_bias):
         dt[:, 0] = dcls
         return [dt, dnw, dnb, dw, db]
 
-    return logits, joint_vjps(5, gradients)
+    return logits, mg.JointVJP(gradients)
 
 
 def fusable(model, t) -> bool:

@@ -1,0 +1,143 @@
+"""``JointVJP``: one function gives every input's gradient, called once per backward pass."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import F
+
+RNG = np.random.default_rng(21)
+CALLS = []
+
+
+@mg.op(arrays=3)
+def affine(x, w, b):
+    """y = x w + b, x (n, k), w (k, m), b (m,).  x̄ = ȳ wᵀ, w̄ = xᵀ ȳ, b̄ = Σ_rows ȳ."""
+    def gradients(g, needed):
+        CALLS.append(needed)
+        return [g @ w.T if needed[0] else None, x.T @ g if needed[1] else None,
+                g.sum(axis=0) if needed[2] else None]
+    return x @ w + b, mg.JointVJP(gradients)
+
+
+@mg.op(arrays=1)
+def split_affine(x, w):
+    """(x w, 2 x w): two outputs.   x̄ = (ȳ_0 + 2 ȳ_1) wᵀ,  w̄ = xᵀ (ȳ_0 + 2 ȳ_1)."""
+    y = x @ w
+
+    def gradients(gs, needed):
+        CALLS.append(needed)
+        g = gs[0] + 2.0 * gs[1]
+        return [g @ w.T, x.T @ g]
+    return (y, 2.0 * y), mg.JointVJP(gradients)
+
+
+def leaf(*shape):
+    return mg.Tensor(RNG.standard_normal(shape), requires_grad=True)
+
+
+def test_gradients_match_finite_differences_with_and_without_constants():
+    x, w, b = leaf(4, 3), leaf(3, 5), leaf(5)
+    mg.gradcheck(affine, (x, w, b))
+    mg.gradcheck(lambda x, w: affine(x, w, np.ones(5)), (x, w))
+    mg.gradcheck(lambda x, w: F.tanh(split_affine(x, w)[1]) * split_affine(x, w)[0], (x, w))
+
+
+def test_called_once_per_pass_with_what_is_needed():
+    x, w = leaf(4, 3), leaf(3, 5)
+    b = mg.Tensor(RNG.standard_normal(5))  # a constant Tensor: not needed
+    y = affine(x, w, b)
+    cot = RNG.standard_normal((4, 5))
+    CALLS.clear()
+    y.backward(cot, retain_graph=True)
+    assert CALLS == [(True, True, False)]
+    first = x.grad.copy(), w.grad.copy()
+    y.backward(cot)  # a second pass calls it again
+    assert CALLS == [(True, True, False)] * 2
+    np.testing.assert_array_equal(x.grad, 2 * first[0])
+    np.testing.assert_array_equal(w.grad, 2 * first[1])
+    np.testing.assert_allclose(w.grad, 2 * x.data.T @ cot, rtol=1e-13)
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward(cot)
+
+
+def test_a_multi_output_op_gets_the_tuple_of_cotangents_once():
+    x, w = leaf(3, 2), leaf(2, 4)
+    a, b = split_affine(x, w)
+    CALLS.clear()
+    (a.sum() + b.sum()).backward()
+    assert CALLS == [(True, True)]
+    np.testing.assert_allclose(w.grad, x.data.T @ np.full((3, 4), 3.0), rtol=1e-13)
+
+
+def test_a_result_nobody_else_holds_becomes_the_gradient_buffer():
+    made = []
+
+    @mg.op(arrays=1)
+    def double(x):
+        def gradients(g, needed):
+            made.append(2.0 * g)
+            return [made[-1]]
+        return 2.0 * x, mg.JointVJP(gradients)
+
+    x = leaf(3)
+    double(x).backward(np.ones(3))
+    assert x.grad is not made[0]  # the op keeps it in its list: the engine copies it
+    np.testing.assert_array_equal(x.grad, made[0])
+
+    refs = []
+
+    @mg.op(arrays=1)
+    def triple(x):
+        def gradients(g, needed):
+            result = 3.0 * g
+            refs.append(weakref.ref(result))  # (a weak reference adds no count)
+            return [result]
+        return 3.0 * x, mg.JointVJP(gradients)
+
+    z = leaf(3)
+    triple(z).backward(np.ones(3))
+    assert z.grad is refs[0]()  # adopted, not copied
+    np.testing.assert_array_equal(z.grad, np.full(3, 3.0))
+
+
+def test_wrong_results_are_named_errors():
+    @mg.op(arrays=2)
+    def short(x, w):
+        return x * w, mg.JointVJP(lambda g, needed: [g])
+
+    @mg.op(arrays=1)
+    def not_a_list(x):
+        return x * 1.0, mg.JointVJP(lambda g, needed: g)
+
+    @mg.op(arrays=1)
+    def gives_none(x):
+        return x * 1.0, mg.JointVJP(lambda g, needed: [None])
+
+    x, w = leaf(3), leaf(3)
+    with pytest.raises(TypeError, match="'short'.*returned 1 gradients; expected .* 2"):
+        short(x, w).sum().backward()
+    with pytest.raises(TypeError, match="'not_a_list'.*returned a ndarray"):
+        not_a_list(x).sum().backward()
+    with pytest.raises(TypeError, match="'gives_none'.*input 0 returned None"):
+        gives_none(x).sum().backward()
+    with pytest.raises(TypeError, match="JointVJP gradients: got int"):
+        mg.JointVJP(3)
+
+
+def test_in_place_writes_are_still_caught():
+    x, w = leaf(4, 3), leaf(3, 5)
+    y = affine(x, w, np.zeros(5))
+    with mg.no_grad():
+        w += 1.0
+    with pytest.raises(RuntimeError, match="affine"):
+        y.sum().backward()
+
+
+def test_graph_summary_counts_what_the_function_saved():
+    x, w = leaf(40, 30), leaf(30, 50)
+    s = mg.graph_summary(affine(x, w, np.zeros(50)).sum())
+    assert s.total_saved_bytes >= x.data.nbytes + w.data.nbytes
