@@ -231,7 +231,7 @@ def attention_backward(g, cache, batch, num_heads):
     np.matmul(a.swapaxes(-1, -2), do_h, out=dv)
     ds = do_h @ v.swapaxes(-1, -2)  # Ā
     # rowsum(Ō ⊙ O) per head: the (M, D) product summed over each head's d columns
-    rowsum = (do * o).reshape(-1, d) @ np.ones(d, dtype=o.dtype)
+    rowsum = row_sum((do * o).reshape(-1, d))
     ds -= rowsum.reshape(batch, T, num_heads).transpose(0, 2, 1)[..., None]
     ds *= a  # S̄
     np.matmul(ds, k, out=dq)

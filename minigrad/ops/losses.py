@@ -382,13 +382,17 @@ def _plain_cross_entropy(logits, labels):
     (docs/backward.md §11): the general path's plain branch, the same operations, one call."""
     lsm = log_softmax_array(logits, -1)
     n = labels.size
-    picked = _pick(lsm, labels)
+    # where each row's label sits in the flattened rows: one index for the gather and the
+    # VJP's write (cheaper than indexing by (row, label) pairs twice)
+    flat = labels.reshape(-1).astype(np.intp, copy=False) + np.arange(0, n * lsm.shape[-1],
+                                                                      lsm.shape[-1])
+    picked = lsm.reshape(-1)[flat]
     out = np.add.reduce(-picked, axis=None) / n
 
     def vjp_logits(g):
         p = np.exp(lsm, order="C")  # C order: the reshape below must be a view
         # one label per row, so plain fancy-index assignment cannot collide
-        p.reshape(n, -1)[np.arange(n), labels.reshape(-1)] -= 1.0
+        p.reshape(-1)[flat] -= 1.0
         p *= g / n
         return p
 

@@ -87,13 +87,14 @@ def test_cross_entropy_and_its_gradient_are_the_plain_formulas_bit_for_bit(kind,
     np.testing.assert_array_equal(xt.grad, p.astype(dtype))
 
 
+@pytest.mark.parametrize("label_dtype", [np.int64, np.uint8, np.uint64, np.int32])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(64, 10), (3, 5, 7), (1, 1), (9,)])
-def test_the_plain_case_shortcut_gives_the_general_paths_bits(shape, dtype):
+def test_the_plain_case_shortcut_gives_the_general_paths_bits(shape, dtype, label_dtype):
     # cross_entropy answers integer labels, mean, no weight and nothing ignored in a shortcut;
     # a NumPy integer ignore_index (the same value) takes the general path
     x = _logits(shape, dtype, "plain", 11)
-    labels = np.random.default_rng(12).integers(0, shape[-1], shape[:-1])
+    labels = np.random.default_rng(12).integers(0, shape[-1], shape[:-1]).astype(label_dtype)
     results = []
     for ignore_index in (-100, np.int64(-100)):
         xt = Tensor(x, requires_grad=True)
