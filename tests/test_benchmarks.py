@@ -41,3 +41,23 @@ def test_gradcheck_quick():
     assert proc.returncode == 0, proc.stderr
     assert "elementwise" in proc.stdout and "fast" in proc.stdout
     assert "FAILED" not in proc.stdout
+
+
+def test_step_ab_times_two_trees_in_turns():
+    proc = _run("step_ab.py", "--against", ROOT, "--turns", "2", "--steps", "2", "--warmup",
+                "0", "--impls", "minigrad32,manual")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "this:minigrad32" in out and "this:manual" in out
+    assert out.count("paired median") == 3  # every worker against the first
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--against", "/nonexistent-tree"), ("--against", "minigrad/__init__.py")),
+    (("--impls", "minigrad32,jax"), ("--impls", "jax")),
+    (("--turns", "0"), ("--turns", "got 0")),
+])
+def test_step_ab_refuses_bad_options(args, words):
+    proc = _run("step_ab.py", *args)
+    assert proc.returncode == 2
+    assert all(w in proc.stderr for w in words), proc.stderr
