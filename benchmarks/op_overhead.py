@@ -47,7 +47,9 @@ import numpy as np
 
 # Benchmark the checkout this script lives in, whether or not it is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import minigrad as mg  # noqa: E402
+import machine  # noqa: E402
 
 try:
     import torch
@@ -288,47 +290,18 @@ def compare_trees(others: list, rounds: int, warmup_s: float, batch_s: float) ->
 # ---------------------------------------------------------------------------------------
 # Machine description
 # ---------------------------------------------------------------------------------------
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _blas() -> str:
-    try:
-        from threadpoolctl import threadpool_info  # optional, gives the runtime view
-
-        libs = [
-            f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')}, "
-            f"{i.get('num_threads')} threads)"
-            for i in threadpool_info() if i.get("user_api") == "blas"
-        ]
-        if libs:
-            return "; ".join(libs) + " [threadpoolctl]"
-    except ImportError:
-        pass
-    try:
-        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        return f"{cfg.get('name')} {cfg.get('version')} [numpy.show_config]"
-    except Exception:  # older NumPy: no dict mode
-        return "unknown (numpy.show_config has no dict mode here)"
-
-
 def machine_info(torch_threads) -> list:
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
+    """(name, value) rows: the CPU, the cores, Python, NumPy, the BLAS pools and torch."""
+    usable = len(machine.usable_cores())
+    pools = [f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')}, "
+             f"{b.get('num_threads')} threads)" for b in machine.blas_info()
+             if b.get("user_api") == "blas"]
     rows = [
-        ("CPU", _cpu_model()),
+        ("CPU", machine.cpu_model()),
         ("cores", f"{os.cpu_count()} logical, {usable} usable by this process"),
         ("Python", f"{platform.python_version()} ({platform.system()} {platform.machine()})"),
         ("NumPy", np.__version__),
-        ("BLAS", _blas()),
+        ("BLAS", "; ".join(pools) or "unknown"),
     ]
     if torch is not None:
         rows.append(("torch", f"{torch.__version__}, {torch_threads} intra-op threads (its default)"))
