@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-__all__ = ["Registry", "structure"]
+__all__ = ["Registry", "structure", "changed"]
 
 _token = [object()]  # a new object at every change: never equal to an earlier one
 
@@ -18,7 +18,9 @@ def structure() -> object:
     return _token[0]
 
 
-def _changed() -> None:
+def changed() -> None:
+    """Make a new token: for a change that is not a registry mutation (a module given new
+    registries by ``Module.__init__``); call it once the change is done."""
     _token[0] = object()
 
 
@@ -36,52 +38,52 @@ class Registry(OrderedDict):
         try:
             super().__setitem__(key, value)
         finally:
-            _changed()
+            changed()
 
     def __delitem__(self, key):
         try:
             super().__delitem__(key)
         finally:
-            _changed()
+            changed()
 
     def pop(self, *args):
         try:
             return super().pop(*args)
         finally:
-            _changed()
+            changed()
 
     def popitem(self, last=True):
         try:
             return super().popitem(last)
         finally:
-            _changed()
+            changed()
 
     def clear(self):
         try:
             super().clear()
         finally:
-            _changed()
+            changed()
 
     def update(self, *args, **kwargs):
         try:
             super().update(*args, **kwargs)
         finally:
-            _changed()
+            changed()
 
     def setdefault(self, key, default=None):
         try:
             return super().setdefault(key, default)
         finally:
-            _changed()
+            changed()
 
     def move_to_end(self, key, last=True):
         try:
             super().move_to_end(key, last)
         finally:
-            _changed()
+            changed()
 
     def __ior__(self, other):
         try:
             return super().__ior__(other)
         finally:
-            _changed()
+            changed()
