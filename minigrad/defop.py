@@ -186,8 +186,10 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     if type(vjps) is not tuple:
         if type(vjps) is JointVJP:
             vjps, joint = _joint_edges(vjps, inputs)
-        else:  # a single VJP (a function, or an object with __call__)
-            vjps = (vjps,) if callable(vjps) else vjps
+        elif callable(vjps):  # a single VJP (a function, or an object with __call__)
+            vjps = (vjps,)
+        elif isinstance(vjps, JointVJP):  # a subclass (asked only here: it is no function)
+            vjps, joint = _joint_edges(vjps, inputs)
     edges = []
     plain = True  # input i is edge i for every Tensor input (edges first, no constant Tensor)
     gap = False
@@ -293,6 +295,8 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
         vjps, joint = _joint_edges(vjps, inputs)
     elif callable(vjps):
         vjps = (vjps,)
+    elif isinstance(vjps, JointVJP):  # a subclass
+        vjps, joint = _joint_edges(vjps, inputs)
     floating = [o.dtype.kind == "f" for o in outs]
     edges, versions = _edges_and_versions(inputs, vjps, name, params, any(floating))
     if not edges or not any(floating):

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from minigrad import record
+from minigrad import Tensor, record
 from minigrad.ops.rowwise import GEMV_ELEMENTS
 from minigrad.parallel import BLAS_THREADED_FLOPS
 
@@ -55,9 +55,11 @@ def floating_dtype_of(data, params: Sequence) -> np.dtype | None:
 
 
 def run_checked(op: Callable, inputs: Sequence, **consts):
-    """``op(*inputs, **consts)`` for Tensors that a ``fusable`` rule has checked (arrays of one
-    floating dtype, with dimensions): the forward on their arrays, recorded as the op's own
-    wrapper records it, without the wrapper's per-argument conversions (numbers, NumPy
-    scalars, 0-d arrays), none of which applies to such inputs."""
-    out, vjps = op.forward(*[x.data for x in inputs], **consts)
+    """``op(*inputs, **consts)`` for Tensors (or plain arrays, constants) that a ``fusable``
+    rule has checked (arrays of one floating dtype, with dimensions): the forward on their
+    arrays, recorded as the op's own wrapper records it, without the wrapper's per-argument
+    conversions (numbers, NumPy scalars, 0-d arrays), none of which applies to such inputs."""
+    # (an ndarray's own .data is a memoryview: only a Tensor is unwrapped)
+    out, vjps = op.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs],
+                           **consts)
     return record(out, inputs, vjps, op.op_name)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import checks
 from ..tensor import Tensor
-from .registry import Registry, structure
+from .registry import Registry, changed, structure
 
 __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys"]
 
@@ -70,6 +70,9 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "training", True)
+        # a module initialised again in place drops what its old registries held: a parent's
+        # kept parameters() list is stale from here
+        changed()
 
     # ---- registration -----------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-__all__ = ["Registry", "structure"]
+__all__ = ["Registry", "structure", "changed"]
 
 _token = [object()]  # a new object at every change: never equal to an earlier one
 
@@ -18,49 +18,72 @@ def structure() -> object:
     return _token[0]
 
 
-def _changed() -> None:
+def changed() -> None:
+    """Make a new token: for a change that is not a registry mutation (a module given new
+    registries by ``Module.__init__``); call it once the change is done."""
     _token[0] = object()
 
 
 class Registry(OrderedDict):
     """An ``OrderedDict`` whose every mutation (item assignment or deletion, ``pop``,
-    ``popitem``, ``clear``, ``update``, ``setdefault``, ``move_to_end``, ``|=``) first makes a
-    new :func:`structure` token. Reads cost what an ``OrderedDict``'s do."""
+    ``popitem``, ``clear``, ``update``, ``setdefault``, ``move_to_end``, ``|=``) makes a new
+    :func:`structure` token once it is done. Reads cost what an ``OrderedDict``'s do."""
 
+    # The token changes AFTER the mutation (in ``finally``: also after one that raised part
+    # way): a walk that reads the token while a change is under way (in another thread, say)
+    # then keeps its list under a token that is already stale, never one that outlives it.
     __slots__ = ()
 
     def __setitem__(self, key, value):
-        _changed()
-        super().__setitem__(key, value)
+        try:
+            super().__setitem__(key, value)
+        finally:
+            changed()
 
     def __delitem__(self, key):
-        _changed()
-        super().__delitem__(key)
+        try:
+            super().__delitem__(key)
+        finally:
+            changed()
 
     def pop(self, *args):
-        _changed()
-        return super().pop(*args)
+        try:
+            return super().pop(*args)
+        finally:
+            changed()
 
     def popitem(self, last=True):
-        _changed()
-        return super().popitem(last)
+        try:
+            return super().popitem(last)
+        finally:
+            changed()
 
     def clear(self):
-        _changed()
-        super().clear()
+        try:
+            super().clear()
+        finally:
+            changed()
 
     def update(self, *args, **kwargs):
-        _changed()
-        super().update(*args, **kwargs)
+        try:
+            super().update(*args, **kwargs)
+        finally:
+            changed()
 
     def setdefault(self, key, default=None):
-        _changed()
-        return super().setdefault(key, default)
+        try:
+            return super().setdefault(key, default)
+        finally:
+            changed()
 
     def move_to_end(self, key, last=True):
-        _changed()
-        super().move_to_end(key, last)
+        try:
+            super().move_to_end(key, last)
+        finally:
+            changed()
 
     def __ior__(self, other):
-        _changed()
-        return super().__ior__(other)
+        try:
+            return super().__ior__(other)
+        finally:
+            changed()

@@ -183,7 +183,9 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, pos_weight=No
 
 def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
     """Integer labels of ``shape`` in [0, C) or equal to ``ignore_index``; returns them with
-    ``keep`` (not ignored) and ``safe`` (ignored ones replaced by class 0, to index with)."""
+    ``keep`` (not ignored) and ``safe`` (ignored ones replaced by class 0, to index with).
+    ``safe`` is a new array: the VJPs index with it, and the caller's labels may change
+    before backward (a NumPy array has no version for the engine to check)."""
     if labels.dtype.kind not in "iu":
         raise TypeError(f"{owner} target: got dtype {labels.dtype}; expected integer class "
                         "labels")
@@ -192,7 +194,7 @@ def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
                          f"expected shape {shape}")
     if not 0 <= ignore_index < C and _in_range(labels, C):
         # the common case: every label is a class, so none equals ignore_index
-        return np.ones(shape, dtype=bool), labels, True
+        return np.ones(shape, dtype=bool), labels.copy(), True
     keep = labels != ignore_index
     every = bool(np.logical_and.reduce(keep, axis=None))  # nothing ignored
     kept = labels if every else labels[keep]
@@ -200,7 +202,7 @@ def _labels(owner: str, labels, shape: tuple, C: int, ignore_index: int):
         raise ValueError(f"{owner} target: got labels in [{kept.min()}, {kept.max()}]; "
                          f"expected class indices in [0, {C - 1}] (or ignore_index, "
                          f"{ignore_index})")
-    return keep, (labels if every else np.where(keep, labels, 0)), every
+    return keep, (labels.copy() if every else np.where(keep, labels, 0)), every
 
 
 def _in_range(labels, C: int) -> bool:

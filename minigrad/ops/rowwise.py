@@ -108,8 +108,9 @@ def column_sum(a: np.ndarray) -> np.ndarray:
     """
     n_rows, n = a.shape
     # bool and integers: a product with ones is a logical OR, or wraps at int8's width, where
-    # NumPy's sum counts, or widens to int64
-    if n > 64 or n_rows == 0 or a.dtype.kind in "biu":
+    # NumPy's sum counts, or widens to int64. No columns: nothing to sum (and no part shape,
+    # since reshape(-1, height, 0) cannot tell how many parts)
+    if n > 64 or not n or not n_rows or a.dtype.kind in "biu":
         return np.add.reduce(a, axis=0)
     step = max(1, GEMV_ELEMENTS // max(n, 1))
     if n_rows <= step:
