@@ -142,6 +142,9 @@ class TinyViT(Module):
         """The encoder block's input, (B, C, H, W) Tensor -> (B, N+1, D): embedded patches
         after the CLS token, plus the position embeddings. A small model does it as one op
         (``embed_op.patch_tokens``, the same function written out by hand)."""
+        if not isinstance(x, Tensor):  # (model(x) is the entry point for arrays)
+            raise TypeError(f"TinyViT x: got {type(x).__name__}; expected a minigrad Tensor "
+                            "of images (B, C, H, W) here (model(x) also takes NumPy arrays)")
         if embed_op.fusable(self, x):
             return run_checked(embed_op.patch_tokens, [x, *embed_op.embedding_parameters(self)],
                                patch_size=self.patch_size)
