@@ -88,9 +88,9 @@ def row_sum(a: np.ndarray) -> np.ndarray:
         return np.add.reduce(a, axis=1, keepdims=True)
     n_rows, n = a.shape
     ones = _ones(n, a.dtype)
-    step = max(1, GEMV_ELEMENTS // max(n, 1))
-    if n_rows <= step:
-        return (a @ ones).reshape(-1, 1)
+    if n_rows * n <= GEMV_ELEMENTS:  # one GEMV (the small arrays this is called on most)
+        return (a @ ones).reshape(n_rows, 1)
+    step = max(1, GEMV_ELEMENTS // n)
     out = np.empty(n_rows, dtype=np.result_type(a, ones))
     for lo in range(0, n_rows, step):
         np.matmul(a[lo:lo + step], ones, out=out[lo:lo + step])
@@ -112,9 +112,9 @@ def column_sum(a: np.ndarray) -> np.ndarray:
     # since reshape(-1, height, 0) cannot tell how many parts)
     if n > 64 or not n or not n_rows or a.dtype.kind in "biu":
         return np.add.reduce(a, axis=0)
-    step = max(1, GEMV_ELEMENTS // max(n, 1))
-    if n_rows <= step:
+    if n_rows * n <= GEMV_ELEMENTS:  # one GEMV
         return _ones(n_rows, a.dtype) @ a
+    step = GEMV_ELEMENTS // n
     # k parts of equal height (at most step rows): one stacked product, k GEMVs in NumPy's
     # own loop (splitting the row axis is a view, whatever a's strides); the rows that do
     # not fill a part (fewer than k) are one more GEMV
