@@ -25,13 +25,24 @@ import time
 
 IMPLS = ("minigrad32", "minigrad64", "manual", "torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
+_LIMITS = []  # keeps a worker's threadpoolctl limit alive
 
 
-def worker(root: str, impl: str, config: str, warmup: int) -> None:
+def worker(root: str, impl: str, config: str, warmup: int, threads: int | None) -> None:
     """The worker process: build ``impl``'s step from the tree at ``root``, then for every
-    line ``N`` on stdin time N steps and answer ``median_ns min_ns``."""
+    line ``N`` on stdin time N steps and answer ``median_ns min_ns``. ``threads``: one setting
+    for BLAS, minigrad and torch, as train_step.py's ``--threads``."""
     sys.path[:0] = [root, os.path.join(root, "benchmarks")]
     import train_step  # noqa: PLC0415 (the tree's own, after its path is set)
+    if threads:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+        from minigrad import parallel  # noqa: PLC0415 (the tree's own)
+        _LIMITS.append(threadpool_limits(threads))
+        parallel.set_num_threads(threads)
+        if impl == "torch":
+            import torch  # noqa: PLC0415
+            torch.set_num_threads(threads)
     step = train_step.build(train_step.CONFIGS[config], [impl])[impl]
     for _ in range(warmup):
         step()
@@ -64,10 +75,12 @@ def main(argv=None) -> int:
     parser.add_argument("--turns", type=int, default=16, help="turns per worker")
     parser.add_argument("--steps", type=int, default=150, help="timed steps per turn")
     parser.add_argument("--warmup", type=int, default=50, help="untimed steps at start")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS, torch and minigrad threads (default: the machine's)")
     parser.add_argument("--worker", nargs=2, metavar=("ROOT", "IMPL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.worker[0], args.worker[1], args.config, args.warmup)
+        worker(args.worker[0], args.worker[1], args.config, args.warmup, args.threads)
         return 0
     impls = args.impls.split(",")
     bad = [i for i in impls if i not in IMPLS]
@@ -79,6 +92,9 @@ def main(argv=None) -> int:
             parser.error(f"{name}: got {value}; expected an integer in [1, 100000]")
     if not 0 <= args.warmup <= 100_000:
         parser.error(f"--warmup: got {args.warmup}; expected an integer in [0, 100000]")
+    if args.threads is not None and not 1 <= args.threads <= 1024:
+        parser.error(f"--threads: got {args.threads}; expected an integer in [1, 1024]")
+    extra = [] if args.threads is None else ["--threads", str(args.threads)]
     roots = [tree(os.path.dirname(HERE), parser)] + [tree(p, parser) for p in args.against]
     labels, procs = [], []
     for k, root in enumerate(roots):
@@ -86,7 +102,7 @@ def main(argv=None) -> int:
             labels.append(f"{'this' if k == 0 else os.path.basename(root) or root}:{impl}")
             procs.append(subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__), "--config", args.config,
-                 "--warmup", str(args.warmup), "--worker", root, impl],
+                 "--warmup", str(args.warmup), *extra, "--worker", root, impl],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     medians = [[] for _ in procs]
     minima = [[] for _ in procs]
