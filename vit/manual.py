@@ -298,7 +298,7 @@ def mlp_backward(g, cache):
     cubic *= 3.0 * GELU_K
     cubic += 1.0
     slope *= cubic
-    half = np.add(tau, 1.0)
+    half = np.add(tau, 1.0, out=cubic)  # (cubic's buffer: one (M, F) array fewer at a time)
     half *= 0.5
     slope += half
     dz *= slope
