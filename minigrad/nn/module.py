@@ -76,6 +76,11 @@ class Module:
 
     # ---- registration -----------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_parameters" or name == "_modules":  # a registry replaced: keep it one
+            object.__setattr__(self, name, value if isinstance(value, Registry)
+                               else Registry(value))
+            changed()
+            return
         registries = self.__dict__.get("_parameters"), self.__dict__.get("_modules")
         if registries[0] is None:
             if isinstance(value, (Parameter, Module)):

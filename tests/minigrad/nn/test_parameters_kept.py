@@ -80,3 +80,14 @@ def test_zero_grad_clears_a_parameter_added_after_the_first_call():
     net.a.extra.grad = np.ones(2)
     net.zero_grad()
     assert net.a.extra.grad is None
+
+
+def test_a_registry_replaced_by_a_plain_dict_stays_watched():
+    from collections import OrderedDict
+    net = Net()
+    ids(net)
+    net.a._parameters = OrderedDict()  # (private, but a reset some code does)
+    assert ids(net) == walked(net)
+    net.a._parameters["late"] = Parameter(np.ones(2))  # a later write into it is seen too
+    assert ids(net) == walked(net)
+    assert id(net.a._parameters["late"]) in ids(net)
