@@ -28,9 +28,9 @@ parameter (when the result is floating): its gradient is never dropped without a
 When one computation gives every input's gradient (a hand-derived backward of a whole
 stage), ``vjps`` may be ``JointVJP(gradients)`` instead: ``gradients(g, needed) -> [x̄_0,
 x̄_1, ...]``, one entry per positional parameter, called once per backward pass. ``needed``
-holds one bool per positional argument passed, True where it is a Tensor that requires grad
-(as ``ctx.needs_input_grad`` in torch); the other entries are ignored (None is fine), and
-so are those past the arguments passed. Each entry used is treated as a VJP's result.
+holds one bool per positional parameter, True where its argument is a Tensor that requires
+grad (as ``ctx.needs_input_grad`` in torch); the other entries are ignored (None is fine).
+Each entry used is treated as a VJP's result.
 
 A forward may return several outputs as a tuple ``((out_0, out_1, ...), vjps)``: the op
 then returns a tuple of Tensors, and each VJP receives the tuple of cotangents
@@ -71,7 +71,8 @@ _ARRAYS = (Tensor, np.ndarray)
 class JointVJP:
     """The VJPs of every input of an op as one function, ``gradients(g, needed) -> [x̄_0, ...]``
     (see the module docstring): the engine calls it once per backward pass, with the tuple
-    ``needed`` (one bool per positional argument: does its gradient reach a leaf?)."""
+    ``needed`` (one bool per positional parameter: does its argument's gradient reach a
+    leaf?)."""
 
     __slots__ = ("gradients",)
 
@@ -219,7 +220,7 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     versions = None if plain else _edges_and_versions(inputs, vjps)[1]
     node = Node(name, tuple(edges), out.shape, out.dtype, cell, versions)
     if joint is not None:
-        node.joint = (joint, _needed(edges, len(inputs)))
+        node.joint = (joint, _needed(edges, max(len(inputs), len(params))))
     return Tensor._make(out, node, cell)
 
 
@@ -305,7 +306,7 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
     node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), None,
                 versions, outputs=specs)
     if joint is not None:
-        node.joint = (joint, _needed(edges, len(inputs)))
+        node.joint = (joint, _needed(edges, max(len(inputs), len(params))))
     results = []
     for k, (o, f) in enumerate(zip(outs, floating)):
         if not f:

@@ -141,3 +141,29 @@ def test_graph_summary_counts_what_the_function_saved():
     x, w = leaf(40, 30), leaf(30, 50)
     s = mg.graph_summary(affine(x, w, np.zeros(50)).sum())
     assert s.total_saved_bytes >= x.data.nbytes + w.data.nbytes
+
+
+def test_the_count_is_per_parameter_however_the_op_is_called():
+    # one entry per positional parameter: passing w by keyword (which fills in b's default)
+    # or positionally must not change what the function has to return
+    @mg.op(arrays=3)
+    def lin_short(x, w, b=None):
+        return x @ w, mg.JointVJP(lambda g, needed: [g @ w.T, x.T @ g])
+
+    @mg.op(arrays=3)
+    def lin(x, w, b=None):
+        def gradients(g, needed):
+            CALLS.append(needed)
+            return [g @ w.T, x.T @ g, None]
+        return x @ w, mg.JointVJP(gradients)
+
+    x, w = leaf(4, 3), leaf(3, 2)
+    for call in (lambda: lin_short(x, w), lambda: lin_short(x, w=w)):
+        with pytest.raises(TypeError, match="returned 2 gradients; expected .* 3"):
+            call().sum().backward()
+    for call in (lambda: lin(x, w), lambda: lin(x, w=w)):
+        CALLS.clear()
+        x.grad = w.grad = None
+        call().sum().backward()
+        assert CALLS == [(True, True, False)]
+        np.testing.assert_allclose(w.grad, x.data.T @ np.ones((4, 2)), rtol=1e-13)
