@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import minigrad as mg  # noqa: E402
 from minigrad import F, Tensor  # noqa: E402
-from vit.model import TinyViT  # noqa: E402
+from vit.model.tinyvit import TinyViT  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import machine_line  # noqa: E402

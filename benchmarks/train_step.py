@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from minigrad import F, Tensor, parallel  # noqa: E402
 from minigrad.heap import keep_heap  # noqa: E402
 from vit import manual  # noqa: E402
-from vit.model import TinyViT  # noqa: E402
+from vit.model.tinyvit import TinyViT  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from baselines import LR, make_autograd, make_torch  # noqa: E402

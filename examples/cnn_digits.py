@@ -29,13 +29,15 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import F, Tensor, nn
-from vit.atomic import write_atomic
-from vit.augment import random_affine
-from vit.crossval import merged, stratified_folds
-from vit.data import load_digits
-from vit.losses import mixup
-from vit.normalizer import Normalizer
-from vit.train import TrainOptions, build_model, build_optimizer, evaluate
+from vit.io.atomic import write_atomic
+from vit.train.augment import random_affine
+from vit.train.crossval import merged, stratified_folds
+from vit.train.data import load_digits
+from vit.model.losses import mixup
+from vit.model.normalizer import Normalizer
+from vit.train.loop import build_model, evaluate
+from vit.train.optimizer import build_optimizer
+from vit.train.options import TrainOptions
 
 FOLDS = 5
 FRACTIONS = (1.0, 0.25)

@@ -23,8 +23,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vit.crossval import FOLD_SEED, merged, stratified_folds  # noqa: E402
-from vit.data import load_digits  # noqa: E402
+from vit.train.crossval import FOLD_SEED, merged, stratified_folds  # noqa: E402
+from vit.train.data import load_digits  # noqa: E402
 
 
 def models() -> dict:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vit.data import DIGITS_PATH, SPLIT_SEED, TEST_FRACTION, stratified_split
+from vit.train.data import DIGITS_PATH, SPLIT_SEED, TEST_FRACTION, stratified_split
 
 
 def main() -> None:

@@ -61,9 +61,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vit.crossval import FOLD_SEED, merged, stratified_folds  # noqa: E402
-from vit.data import DIGITS_PATH, load_digits, stratified_split  # noqa: E402
-from vit.model import load_npz  # noqa: E402
+from vit.train.crossval import FOLD_SEED, merged, stratified_folds  # noqa: E402
+from vit.train.data import DIGITS_PATH, load_digits, stratified_split  # noqa: E402
+from vit.io.npz import load_npz  # noqa: E402
 
 VAL_FRACTION = 0.2
 VAL_SEED = 123
@@ -247,7 +247,7 @@ def _probs(ck, x_raw: np.ndarray, tta: bool) -> np.ndarray:
     """Softmax outputs (N, K) of a checkpoint on raw images, averaged over TTA_SHIFTS."""
     import minigrad as mg
     from minigrad import Tensor
-    from vit.augment import affine
+    from vit.train.augment import affine
 
     x = ck.normalizer(x_raw, ck.model.dtype)
     fill = ck.normalizer(np.zeros((1, x.shape[1], 1, 1)), ck.model.dtype)[0, :, 0, 0]
@@ -264,7 +264,7 @@ def _probs(ck, x_raw: np.ndarray, tta: bool) -> np.ndarray:
 
 def cv_extras(out: Path, folds: int, seeds: list[int]) -> dict:
     """Single models, seed ensembles (mean softmax) and TTA, from the runs of one crossval."""
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
 
     acc: dict[str, list[float]] = {}
     for i in range(folds):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's vit
-from vit.train import read_metrics  # noqa: E402
+from vit.train.runfolder import read_metrics  # noqa: E402
 
 #: name -> (what it shows, the train options beyond --seed/--out)
 EXPERIMENTS: dict[str, tuple[str, list[str]]] = {

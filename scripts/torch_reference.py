@@ -11,7 +11,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from vit.data import load_digits, Normalizer
+from vit.model.normalizer import Normalizer
+from vit.train.data import load_digits
 torch.set_num_threads(1)
 d = load_digits(); norm = Normalizer.fit(d.x_train)
 xtr, xte = norm(d.x_train), norm(d.x_test); ytr, yte = d.y_train, d.y_test

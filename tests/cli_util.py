@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def run_cli(args, capsys) -> tuple[int, str, str]:
     """``vit.cli.main(args)`` -> (status, stdout, stderr); argparse's SystemExit is a status."""
-    from vit.cli import main
+    from vit.cli.main import main
     try:
         status = main([str(a) for a in args])
     except SystemExit as e:

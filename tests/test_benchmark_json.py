@@ -180,7 +180,7 @@ def test_scaling_quick_writes_record_figure_and_doc(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(out.read_text())
     assert rec["benchmark"] == "scaling" and list(rec["axes"]) == ["batch"]
-    from vit.model import TinyViT
+    from vit.model.tinyvit import TinyViT
     import inspect
     has_depth = "depth" in inspect.signature(TinyViT).parameters
     assert rec["depth_axis"] is has_depth

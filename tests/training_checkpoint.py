@@ -6,9 +6,10 @@ from dataclasses import asdict
 
 import numpy as np
 
-from vit.checkpoint import save_checkpoint
-from vit.data import Normalizer
-from vit.train import TrainOptions, build_optimizer
+from vit.train.checkpoint import save_checkpoint
+from vit.model.normalizer import Normalizer
+from vit.train.optimizer import build_optimizer
+from vit.train.options import TrainOptions
 
 
 def save_training_checkpoint(path, model, normalizer: Normalizer, epoch: int = 1) -> None:

@@ -1,4 +1,4 @@
-"""``python -m vit COMMAND``: see ``vit/cli.py`` (``python -m vit --help``)."""
+"""``python -m vit COMMAND``: see ``vit/cli/main.py`` (``python -m vit --help``)."""
 import sys
 
 from .cli import main

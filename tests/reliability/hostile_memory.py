@@ -30,7 +30,7 @@ TINY = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--batch-size", "256", "
 def cases(d: Path) -> list[tuple[str, str, str]]:
     """(class, case, Python body run in the child)."""
     out = [("baseline", "importing vit.cli and vit.checkpoint only",
-            "import vit.cli, vit.checkpoint")]
+            "import vit.cli.main, vit.train.checkpoint")]
     p = npz_trailing_zeros(d / "trailing.npz", GB)
     out.append(("npz", f"member + 1 GiB of zeros ({p.stat().st_size >> 10} kB file)",
                 f"from vit.npz import load_npz\nload_npz({str(p)!r})"))

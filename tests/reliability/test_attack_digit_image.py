@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile_util import run_limited  # noqa: E402
 
-from vit.digit_image import area_resize  # noqa: E402
+from vit.io.digit_image import area_resize  # noqa: E402
 
 WIDE_LINE = """
 import numpy as np
-from vit.digit_image import digit_features
+from vit.io.digit_image import digit_features
 n = 1 << 22
 g = np.ones((3, n))
 g[1] = 0.0  # one black line across white paper, n pixels long
@@ -49,7 +49,7 @@ def test_a_1x16m_png_is_read_in_bounded_memory(tmp_path):
     Image.fromarray(row).save(p)
     body = f"""
 import numpy as np
-from vit.predict import read_input
+from vit.cli.predict import read_input
 cfg = dict(in_chans=1, img_size=8)
 x = read_input({str(p)!r}, cfg)
 # the dash's box is 1 x w/2: 1 x 32 in bitmap row 15, so tile row 3 holds 4 per tile

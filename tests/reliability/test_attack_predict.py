@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vit.predict import top_k
+from vit.model.predict import top_k
 
 P = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]])
 

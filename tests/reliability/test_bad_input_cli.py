@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from vit.cli import build_parser
+from vit.cli.main import build_parser
 
 from reliability_util import python_m_vit, run_cli
 

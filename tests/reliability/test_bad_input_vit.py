@@ -14,7 +14,7 @@ import pytest
 import minigrad as mg
 import vit
 from vit import TinyViT, mixup, one_hot, unpatchify, vit_block
-from vit import data as vd
+from vit.train import data as vd
 
 from reliability_util import bad, check_bad, params
 

@@ -37,7 +37,7 @@ def test_npz_member_with_a_gigabyte_of_trailing_zeros_is_refused_without_inflati
 
 
 def test_npz_member_with_trailing_bytes_is_refused_in_process(tmp_path):
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     path = npz_trailing_zeros(tmp_path / "t.npz", 10)
     with pytest.raises(ValueError, match="t.npz.*'x.npy'.*expected"):
         load_npz(path)
@@ -56,7 +56,7 @@ def test_npy_header_declaring_a_gigabyte_is_refused_before_reading_it(tmp_path, 
 
 
 def test_npy_header_bound_in_process(tmp_path):
-    from vit.npz import MAX_HEADER_BYTES, load_npz
+    from vit.io.npz import MAX_HEADER_BYTES, load_npz
     path = npz_long_header(tmp_path / "h.npz", MAX_HEADER_BYTES + 64)
     with pytest.raises(ValueError, match=f"expected at most {MAX_HEADER_BYTES:,}"):
         load_npz(path)
@@ -84,14 +84,14 @@ def test_idx_gz_declaring_a_gigabyte_of_images_is_refused_before_allocating(tmp_
 
 
 def test_idx_declared_size_beyond_the_limit_is_refused_without_data(tmp_path):
-    from vit.data import read_idx
+    from vit.train.data import read_idx
     path = idx_gz(tmp_path / "big.gz", (60000, 4096, 4096), data=False)
     with pytest.raises(ValueError, match="big.gz.*expected at most"):
         read_idx(path)
 
 
 def test_idx_trailing_bytes_are_refused_uncompressed_too(tmp_path):
-    from vit.data import read_idx
+    from vit.train.data import read_idx
     import struct
     path = tmp_path / "labels-idx1-ubyte"
     path.write_bytes(struct.pack(">HBBI", 0, 8, 1, 3) + bytes(5))
@@ -108,7 +108,7 @@ def test_checkpoint_whose_data_is_an_idx_bomb_is_refused(tmp_path):
     ck = small_checkpoint(tmp_path / "ck.npz", options={"data": str(folder)})
     body = f"""
 import contextlib, io
-from vit.cli import main
+from vit.cli.main import main
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
     status = main(["eval", {str(ck)!r}])
@@ -131,7 +131,8 @@ CONFIGS = [dict(img_size=8, patch_size=4, in_chans=1, dim=16, num_heads=2, mlp_d
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c['img_size']}-{c['dim']}")
 def test_parameter_count_and_shapes_match_the_built_model(config):
-    from vit.model import TinyViT, parameter_count, parameter_shapes
+    from vit.model.config import parameter_count, parameter_shapes
+    from vit.model.tinyvit import TinyViT
     model = TinyViT(**config)
     built = {name: p.shape for name, p in model.named_parameters()}
     assert parameter_shapes(config) == built
@@ -144,7 +145,7 @@ def test_parameter_count_and_shapes_match_the_built_model(config):
                                     dict(img_size=4096, patch_size=1, use_pos_emb=False)],
                          ids=["img4096-p1", "dim1e6", "mlp1e9", "classes1e10", "tokens-no-pos"])
 def test_tinyvit_refuses_a_huge_config_before_building(change):
-    from vit.model import TinyViT
+    from vit.model.tinyvit import TinyViT
     config = {**CONFIGS[0], **change}
     with pytest.raises(ValueError, match="expected at most") as info:
         TinyViT(**config)
@@ -152,7 +153,8 @@ def test_tinyvit_refuses_a_huge_config_before_building(change):
 
 
 def test_the_parameter_limit_can_be_raised_and_lowered():
-    from vit.model import TinyViT, limits, parameter_count
+    from vit.model.config import limits, parameter_count
+    from vit.model.tinyvit import TinyViT
     n = parameter_count(CONFIGS[0])
     with pytest.raises(ValueError, match=f"{n:,} parameters"):
         TinyViT(**CONFIGS[0], max_parameters=n - 1)
@@ -173,7 +175,7 @@ def test_a_file_with_a_huge_config_is_refused_before_building(tmp_path, change, 
             if loader == "checkpoint" else
             f"from vit.model import TinyViT\nTinyViT.load({str(path)!r})")
     if loader == "model":  # a saved model: config and parameters only
-        from vit.npz import load_npz
+        from vit.io.npz import load_npz
         arrays = {k: v for k, v in load_npz(path).items() if k == "config" or
                   k.startswith("param/")}
         np.savez(path, **arrays)
@@ -188,7 +190,7 @@ def test_a_file_with_a_huge_config_is_refused_before_building(tmp_path, change, 
 def test_cli_refuses_a_huge_model_before_building(tmp_path, args):
     body = f"""
 import contextlib, io
-from vit.cli import main
+from vit.cli.main import main
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
     status = main(["train", "--out", {str(tmp_path / 'run')!r}, *{TINY!r}, *{args!r}])
@@ -209,7 +211,7 @@ def test_cli_refuses_data_whose_labels_make_a_huge_head(tmp_path):
     np.savez(path, x=rng.normal(size=(40, 8, 8)).astype(np.float32), y=y)
     body = f"""
 import contextlib, io
-from vit.cli import main
+from vit.cli.main import main
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
     status = main(["train", "--data", {str(path)!r}, "--out", {str(tmp_path / 'run')!r},
@@ -233,15 +235,15 @@ def test_cli_max_parameters_option_raises_and_lowers_the_limit(tmp_path, capsys)
 
 
 def test_checkpoint_config_inconsistent_with_its_options_is_refused(tmp_path):
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     path = small_checkpoint(tmp_path / "ck.npz", config={"mlp_dim": 16})
     with pytest.raises(ValueError, match="mlp_dim"):
         load_checkpoint(path)
 
 
 def test_limit_in_docs_matches_the_code():
-    from vit.model import MAX_ACTIVATION_BYTES, MAX_PARAMETERS
-    from vit.files import MAX_DECODED_BYTES
+    from vit.model.config import MAX_ACTIVATION_BYTES, MAX_PARAMETERS
+    from vit.io.files import MAX_DECODED_BYTES
     from hostile_util import ROOT
     doc = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
     assert f"{MAX_PARAMETERS:,}" in doc
@@ -250,7 +252,8 @@ def test_limit_in_docs_matches_the_code():
 
 
 def test_a_batch_whose_activations_exceed_the_limit_is_refused_before_the_forward():
-    from vit.model import TinyViT, activation_bytes, limits
+    from vit.model.config import activation_bytes, limits
+    from vit.model.tinyvit import TinyViT
     model = TinyViT(**CONFIGS[0])
     x = np.zeros((4, 1, 8, 8))
     per_image = activation_bytes(model.config, 8)
@@ -264,8 +267,8 @@ def test_a_batch_whose_activations_exceed_the_limit_is_refused_before_the_forwar
 
 
 def test_load_checkpoint_max_parameters_applies_to_every_check(tmp_path):
-    from vit.checkpoint import load_checkpoint
-    from vit.model import limits
+    from vit.train.checkpoint import load_checkpoint
+    from vit.model.config import limits
     path = small_checkpoint(tmp_path / "ck.npz")
     with limits(max_parameters=100):
         with pytest.raises(ValueError, match="ck.npz.*expected at most 100"):

@@ -100,7 +100,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_crafted_entry_is_refused_with_one_line(tmp_path, case):
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     entry, value, words = CASES[case]
     path = small_checkpoint(tmp_path / "crafted.npz", **{entry: value})
     with pytest.raises(ValueError) as info:
@@ -113,7 +113,7 @@ def test_a_crafted_entry_is_refused_with_one_line(tmp_path, case):
 
 
 def test_the_unchanged_checkpoint_loads(tmp_path):
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     ck = load_checkpoint(small_checkpoint(tmp_path / "ck.npz"))
     assert ck.epoch == 1 and ck.options["epochs"] == 2
     assert ck.rng.bit_generator.state == PCG
@@ -130,7 +130,7 @@ def test_cli_eval_of_a_crafted_checkpoint_is_one_line_exit_2(tmp_path, capsys, c
 
 def test_a_generator_named_test_runs_no_code(tmp_path, monkeypatch):
     """NumPy's test runner would import this conftest.py from the current folder."""
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     marker = tmp_path / "ran"
     (tmp_path / "conftest.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
     path = small_checkpoint(tmp_path / "ck.npz", rng=rng_state(bit_generator="test"))
@@ -148,7 +148,7 @@ def test_a_generator_named_test_runs_no_code(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937"])
 def test_every_allowed_bit_generator_round_trips(name):
-    from vit.checkpoint import rng_from_array, rng_to_array
+    from vit.train.rngstate import rng_from_array, rng_to_array
     rng = np.random.Generator(getattr(np.random, name)(7))
     rng.random(3)
     back = rng_from_array(rng_to_array(rng))
@@ -158,14 +158,14 @@ def test_every_allowed_bit_generator_round_trips(name):
 
 @pytest.mark.parametrize("value", [-1, 2**200, "x", None, 1.0])
 def test_rng_from_array_refuses_bad_states_in_one_line(value):
-    from vit.checkpoint import rng_from_array
+    from vit.train.rngstate import rng_from_array
     with pytest.raises(ValueError) as info:
         rng_from_array(np.array(pcg(state=value)))
     assert "\n" not in str(info.value) and "expected" in str(info.value)
 
 
 def test_train_options_validate_their_fields_in_one_place():
-    from vit.train import TrainOptions
+    from vit.train.options import TrainOptions
     for bad, words in [(dict(batch_size=0), "batch_size"), (dict(epochs="3"), "epochs"),
                        (dict(optimizer="rmsprop"), "optimizer"), (dict(dtype="float16x"), "dtype"),
                        (dict(heads=3), "heads"), (dict(warmup=1.0), "warmup"),
@@ -180,7 +180,7 @@ def test_train_options_validate_their_fields_in_one_place():
 
 def test_options_are_never_modified(tmp_path):
     """The loader validates a copy: loading twice gives equal options."""
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     path = small_checkpoint(tmp_path / "ck.npz")
     assert load_checkpoint(path).options == load_checkpoint(path).options
     assert os.path.exists(path)
@@ -193,8 +193,9 @@ def test_options_are_never_modified(tmp_path):
     ids=["sgd", "probe", "cosine", "constant", "no-decay", "no-pos-f64", "sgd-no-momentum"])
 def test_every_kind_of_real_checkpoint_passes_the_schema(tmp_path, options):
     """The schema knows every optimizer, schedule and grouping a run can save."""
-    from vit.checkpoint import load_checkpoint
-    from vit.train import TrainOptions, train
+    from vit.train.checkpoint import load_checkpoint
+    from vit.train.loop import train
+    from vit.train.options import TrainOptions
     o = TrainOptions(dim=8, heads=2, mlp_dim=8, batch_size=512, epochs=2, **options)
     train(o, tmp_path / "run", quiet=True, log=lambda *_: None, stop_after=1)
     ck = load_checkpoint(tmp_path / "run" / "checkpoint.npz")

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from vit.checkpoint import load_checkpoint
+from vit.train.checkpoint import load_checkpoint
 
 from reliability_util import ROOT, TINY, python_m_vit
 

@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import vit.model
-from vit.checkpoint import load_checkpoint, save_checkpoint
-from vit.model import TinyViT, save_npz_atomic
-from vit.train import read_metrics
+import vit.io.npz
+from vit.train.checkpoint import load_checkpoint, save_checkpoint
+from vit.io.npz import save_npz_atomic
+from vit.model.tinyvit import TinyViT
+from vit.train.runfolder import read_metrics
 
 from reliability_util import ROOT, python_m_vit, run_cli
 
@@ -119,7 +120,7 @@ def test_a_checkpoint_is_always_loadable_under_repeated_kills(tmp_path):
 KILL_DURING_SAVE = textwrap.dedent("""
     import os, sys, time
     import numpy as np
-    import vit.model as vm
+    import vit.io.npz as vm
     from vit import TinyViT
     path, marker, stage = sys.argv[1:4]
     TinyViT(seed=1).save(path)                       # the previous file
@@ -250,7 +251,7 @@ def test_a_simulated_full_disk_anywhere(tmp_path, capsys, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(vit.model.np, "savez", full)
+    monkeypatch.setattr(vit.io.npz.np, "savez", full)
     status, out, err = run_cli(["train", "--out", tmp_path / "run", *RUN, "--epochs", 1], capsys)
     assert status == 1 and err.count("\n") == 1 and "No space left on device" in err
     assert "checkpoint.npz" in err and "unchanged" in err and out == ""

@@ -20,10 +20,12 @@ import numpy as np
 import pytest
 
 from minigrad.optim import AdamW, OneCycle
-from vit.checkpoint import load_checkpoint, save_checkpoint
-from vit.data import Normalizer, load_data
-from vit.model import TinyViT, load_npz
-from vit.train import TrainOptions
+from vit.train.checkpoint import load_checkpoint, save_checkpoint
+from vit.model.normalizer import Normalizer
+from vit.train.data import load_data
+from vit.io.npz import load_npz
+from vit.model.tinyvit import TinyViT
+from vit.train.options import TrainOptions
 
 from reliability_util import ROOT, TINY
 

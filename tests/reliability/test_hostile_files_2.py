@@ -73,10 +73,10 @@ def test_idx_folder_holding_a_fifo_is_refused(tmp_path):
 
 
 def test_every_reader_refuses_what_is_not_a_regular_file(tmp_path, fifo):
-    from vit.checkpoint import load_checkpoint
-    from vit.data import load_npz_dataset, read_idx
-    from vit.model import TinyViT
-    from vit.npz import load_npz
+    from vit.train.checkpoint import load_checkpoint
+    from vit.train.data import load_npz_dataset, read_idx
+    from vit.model.tinyvit import TinyViT
+    from vit.io.npz import load_npz
     for call in (load_npz, load_checkpoint, TinyViT.load, load_npz_dataset, read_idx):
         for path in (fifo, "/dev/null", tmp_path):
             with pytest.raises(ValueError, match="not a regular file") as info:
@@ -87,7 +87,7 @@ def test_every_reader_refuses_what_is_not_a_regular_file(tmp_path, fifo):
 def test_open_regular_does_not_block_on_a_fifo_swapped_in_after_stat(tmp_path, monkeypatch):
     """The check is on the opened descriptor: a FIFO put in place between a stat and the open
     is still refused, and opening it does not wait for a writer (O_NONBLOCK)."""
-    from vit import files
+    from vit.io import files
     path = tmp_path / "f"
     os.mkfifo(path)
     monkeypatch.setattr(os, "stat", lambda *a, **k: os.lstat(__file__))  # stat says: regular
@@ -112,7 +112,7 @@ def images(n=40):
 ], ids=["uint64-2**63", "uint64-max", "all-3", "all-0", "label-1e6", "label-1e10",
         "float-1e30", "bool"])
 def test_bad_labels_are_refused(tmp_path, y, words):
-    from vit.data import load_npz_dataset
+    from vit.train.data import load_npz_dataset
     path = tmp_path / "labels.npz"
     np.savez(path, x=images(len(y)), y=y)
     with pytest.raises(ValueError) as info:
@@ -131,7 +131,7 @@ def test_cli_train_on_a_single_class_is_exit_2(tmp_path, capsys):
 
 
 def test_max_class_count_is_a_stated_limit(tmp_path):
-    from vit.data import MAX_CLASSES, load_npz_dataset
+    from vit.train.data import MAX_CLASSES, load_npz_dataset
     path = tmp_path / "ok.npz"
     y = np.arange(40) % 2
     y[0] = MAX_CLASSES - 1
@@ -145,7 +145,7 @@ def test_max_class_count_is_a_stated_limit(tmp_path):
 
 # ---- Normalizer ------------------------------------------------------------------------------
 def test_normalizer_fit_is_finite_and_exact_for_large_float32_pixels():
-    from vit.data import Normalizer
+    from vit.model.normalizer import Normalizer
     rng = np.random.default_rng(0)
     x = (rng.random((64, 2, 8, 8)) * 3e38).astype(np.float32)
     n = Normalizer.fit(x)
@@ -159,7 +159,7 @@ def test_normalizer_fit_is_finite_and_exact_for_large_float32_pixels():
 
 def test_normalizer_fit_of_float32_uses_float64_sums():
     """1e7 + small values: a float32 mean loses the small part, float64 keeps it."""
-    from vit.data import Normalizer
+    from vit.model.normalizer import Normalizer
     x = np.full((1000, 1, 4, 4), 1e4, np.float32)
     x[::2] += 1
     n = Normalizer.fit(x)
@@ -169,7 +169,7 @@ def test_normalizer_fit_of_float32_uses_float64_sums():
 @pytest.mark.parametrize("mean, std", [([0.0], [np.inf]), ([np.nan], [1.0]), ([0.0], [0.0]),
                                        ([0.0], [-1.0]), ([[0.0]], [[1.0]])])
 def test_normalizer_refuses_bad_statistics(mean, std):
-    from vit.data import Normalizer
+    from vit.model.normalizer import Normalizer
     with pytest.raises(ValueError, match="Normalizer.*expected"):
         Normalizer(np.array(mean), np.array(std))
 
@@ -178,7 +178,7 @@ def test_normalizer_refuses_bad_statistics(mean, std):
 @pytest.mark.parametrize("full", [False, True], ids=["probe", "full"])
 @pytest.mark.parametrize("lr", [1e300, 1e40], ids=["1e300", "1e40"])
 def test_train_step_that_would_make_parameters_non_finite_changes_nothing(full, lr):
-    from vit.model import TinyViT
+    from vit.model.tinyvit import TinyViT
     model = TinyViT(dim=8, num_heads=2, mlp_dim=8, dtype=np.float32, seed=0)
     x = np.random.default_rng(0).normal(size=(4, 1, 8, 8)).astype(np.float32)
     y = np.array([0, 1, 0, 1])

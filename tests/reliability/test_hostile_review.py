@@ -39,7 +39,7 @@ PCG_EVEN = {**PCG_ZERO, "state": {"state": 5, "inc": 2}}
     ({**PCG_ZERO, "bit_generator": "PCG64DXSM"}, ["inc", "odd"])], ids=[
     "mt-zero", "mt-low-bits", "pcg-zero", "pcg-even", "pcgdxsm-zero"])
 def test_a_degenerate_rng_state_is_refused(tmp_path, state, words):
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     path = small_checkpoint(tmp_path / "ck.npz", rng=json.dumps(state))
     with pytest.raises(ValueError) as info:
         load_checkpoint(path)
@@ -50,7 +50,8 @@ def test_a_degenerate_rng_state_is_refused(tmp_path, state, words):
 
 
 def test_seeded_generators_of_every_kind_still_load(tmp_path):
-    from vit.checkpoint import BIT_GENERATORS, load_checkpoint, rng_to_array
+    from vit.train.checkpoint import load_checkpoint
+    from vit.train.rngstate import BIT_GENERATORS, rng_to_array
     for name, make in BIT_GENERATORS.items():
         rng = np.random.Generator(make(12345))
         rng.random(7)
@@ -67,7 +68,7 @@ def test_resume_from_an_all_zero_mt_state_is_refused_not_a_hang(tmp_path, capsys
 # ---- R2: JSON text bounded before it is decoded -----------------------------------------------
 def _npz_with_text(path, base, entry: str, chunks, chars: int):
     """``base``'s entries, with ``entry`` a 0-d '<U{chars}' member streamed from ``chunks``."""
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     arrays = load_npz(base)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for k, v in arrays.items():
@@ -94,8 +95,8 @@ def _json_bomb(n: int):
 
 @pytest.mark.parametrize("entry", ["options", "config", "rng"])
 def test_a_long_json_entry_is_refused_before_it_is_decoded(tmp_path, entry):
-    from vit.checkpoint import load_checkpoint
-    from vit.npz import MAX_TEXT_CHARS
+    from vit.train.checkpoint import load_checkpoint
+    from vit.io.npz import MAX_TEXT_CHARS
     base = small_checkpoint(tmp_path / "base.npz")
     n = (MAX_TEXT_CHARS // 3) + 2  # just over the bound
     path = _npz_with_text(tmp_path / "long.npz", base, entry, _json_bomb(n), 3 * n)
@@ -119,8 +120,8 @@ def test_a_json_bomb_takes_no_memory(tmp_path):
 
 
 def test_the_largest_rng_state_fits_the_text_bound():
-    from vit.checkpoint import rng_to_array
-    from vit.npz import MAX_TEXT_CHARS
+    from vit.train.rngstate import rng_to_array
+    from vit.io.npz import MAX_TEXT_CHARS
     text = str(rng_to_array(np.random.Generator(np.random.MT19937(2**127 - 1))))
     assert 4 * len(text) < MAX_TEXT_CHARS  # headroom for options and configs
 
@@ -152,7 +153,7 @@ def test_an_itemsize_0_member_is_refused_before_allocation(tmp_path, descr, word
     ("<c16", bytes(16)), ("|S4", b"abcd"), ("<M8[s]", bytes(8)), ("<m8[s]", bytes(8)),
     ([("a", "<f8")], bytes(8))], ids=["complex", "bytes", "datetime", "timedelta", "struct"])
 def test_a_dtype_the_project_never_writes_is_refused(tmp_path, descr, data):
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     path = _npz_member(tmp_path / "k.npz", descr, (1,), data)
     with pytest.raises(ValueError) as info:
         load_npz(path)
@@ -160,14 +161,14 @@ def test_a_dtype_the_project_never_writes_is_refused(tmp_path, descr, data):
 
 
 def test_a_string_array_that_is_not_0d_is_refused(tmp_path):
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     path = _npz_member(tmp_path / "s.npz", "<U1", (3,), "abc".encode("utf-32-le"))
     with pytest.raises(ValueError, match=r"shape \(3,\).*0-d string"):
         load_npz(path)
 
 
 def test_what_the_project_writes_still_loads(tmp_path):
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     arrays = {"b": np.array([True]), "i": np.arange(3, dtype=np.int8), "u": np.array(7, np.uint64),
               "f": np.ones((2, 2), np.float16), "g": np.zeros(2, ">f8"), "t": np.array("{}")}
     np.savez(tmp_path / "ok.npz", **arrays)
@@ -179,7 +180,7 @@ def test_what_the_project_writes_still_loads(tmp_path):
 # ---- E1/E2: huge integers ---------------------------------------------------------------------
 @pytest.mark.parametrize("field", ["epochs", "seed", "batch_size", "lr", "momentum", "mixup"])
 def test_a_huge_integer_option_is_one_line_without_400_digits(field):
-    from vit.train import TrainOptions
+    from vit.train.options import TrainOptions
     with pytest.raises(ValueError) as info:
         TrainOptions.from_dict({field: 10**400})
     message = str(info.value)
@@ -197,7 +198,7 @@ def test_a_huge_integer_in_a_checkpoint_is_exit_2(tmp_path, capsys):
 
 
 def test_a_metrics_row_with_a_huge_epoch_is_refused():
-    from vit.runfolder import check_metrics_row
+    from vit.train.runfolder import check_metrics_row
     row = {"epoch": 10**400, "train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0,
            "test_acc": 0.5, "lr": 0.1, "seconds": 1.0}
     problem = check_metrics_row(row)
@@ -219,7 +220,7 @@ def test_plot_of_a_huge_epoch_is_exit_2(tmp_path, capsys):
 
 
 def test_shorten_cuts_long_values():
-    from vit.files import shorten
+    from vit.io.files import shorten
     assert shorten(10**400).endswith("...") and len(shorten(10**400)) <= 43
     assert shorten(12) == "12" and shorten("ab") == "'ab'"
 
@@ -233,14 +234,14 @@ def test_out_that_is_a_file_says_so(tmp_path, capsys):
 
 
 def test_a_shape_1_entry_names_its_shape(tmp_path):
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     path = small_checkpoint(tmp_path / "ck.npz", optim__num_params=np.array([18]))
     with pytest.raises(ValueError, match=r"shape \(1,\)"):
         load_checkpoint(path)
 
 
 def test_a_non_zip_file_is_refused_without_echoing_it(tmp_path):
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     secret = tmp_path / "passwd"
     secret.write_bytes(b"root:x:0:0:secret")
     with pytest.raises(ValueError) as info:
@@ -266,8 +267,8 @@ def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
 
 
 def test_the_data_size_bound_is_in_float32_of_the_file_size(tmp_path):
-    from vit.data import MAX_DATA_ELEMENTS, load_npz_dataset
-    from vit.files import EXPANSION_FLOOR
+    from vit.train.data import MAX_DATA_ELEMENTS, load_npz_dataset
+    from vit.io.files import EXPANSION_FLOOR
     n = EXPANSION_FLOOR // 4 // 64 + 1  # 8x8 images, one more than the floor allows in float32
     np.savez_compressed(tmp_path / "z.npz", x=np.zeros((n, 8, 8), np.uint8),
                         y=np.arange(n) % 2)
@@ -278,7 +279,7 @@ def test_the_data_size_bound_is_in_float32_of_the_file_size(tmp_path):
 
 
 def test_a_shape_the_model_does_not_take_is_refused_before_conversion(tmp_path):
-    from vit.data import load_data
+    from vit.train.data import load_data
     np.savez(tmp_path / "d.npz", x=np.zeros((10, 6, 6), np.uint8), y=np.arange(10) % 2)
     with pytest.raises(ValueError, match=r"6x6.*expected 1x8x8"):
         load_data(tmp_path / "d.npz", image_shape=(1, 8, 8))
@@ -286,7 +287,7 @@ def test_a_shape_the_model_does_not_take_is_refused_before_conversion(tmp_path):
 
 
 def test_chunked_normalizing_equals_the_whole_array_in_float64():
-    from vit import normalizer as vdata
+    from vit.model import normalizer as vdata
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((37, 2, 5, 5)) * 1e3 + 5e3).astype(np.float32)
     whole = x.astype(np.float64)
@@ -319,7 +320,7 @@ def test_normalizing_a_big_set_stays_near_its_float32_size():
 # ---- E4, E5: sizes no array can have; memory a machine does not have --------------------------
 def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
     from hostile_util import idx_gz
-    from vit.data import read_idx
+    from vit.train.data import read_idx
     path = idx_gz(tmp_path / "train-images-idx3-ubyte.gz", (0, 2**32 - 1, 2**32 - 1))
     with pytest.raises(ValueError) as info:
         read_idx(path)
@@ -328,7 +329,7 @@ def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
 
 
 def test_an_empty_npz_shape_too_big_for_any_array_is_refused(tmp_path):
-    from vit.npz import load_npz
+    from vit.io.npz import load_npz
     path = _npz_member(tmp_path / "e.npz", "<f8", (0, 2**40, 2**40))
     with pytest.raises(ValueError) as info:
         load_npz(path)
@@ -359,7 +360,7 @@ def _consistent(tmp_path, **change):
 
 
 def test_a_consistent_checkpoint_loads(tmp_path):
-    from vit.checkpoint import check_progress, load_checkpoint
+    from vit.train.checkpoint import check_progress, load_checkpoint
     ck = load_checkpoint(_consistent(tmp_path))
     check_progress(ck, steps_per_epoch=1, where="ck")
     with pytest.raises(ValueError, match=r"sched/total_steps.*2.*3 steps per epoch"):
@@ -379,7 +380,7 @@ PROGRESS_CASES = {
 def test_counters_that_disagree_with_the_data_are_refused_before_resuming(tmp_path, case):
     """Only the data tells the steps per epoch: ``vit.train`` checks them before it loads
     the state (``check_progress``); the checkpoint alone loads."""
-    from vit.checkpoint import check_progress, load_checkpoint
+    from vit.train.checkpoint import check_progress, load_checkpoint
     change, words = PROGRESS_CASES[case]
     ck = load_checkpoint(_consistent(tmp_path, **change))
     if case == "optimizer-behind":  # in the file, the per-parameter steps would differ first
@@ -404,7 +405,7 @@ S4_CASES = {
 
 @pytest.mark.parametrize("case", list(S4_CASES))
 def test_inconsistent_counters_or_statistics_are_refused(tmp_path, case):
-    from vit.checkpoint import load_checkpoint
+    from vit.train.checkpoint import load_checkpoint
     change, words = S4_CASES[case]
     path = _consistent(tmp_path, **change)
     with pytest.raises(ValueError) as info:
@@ -416,7 +417,7 @@ def test_inconsistent_counters_or_statistics_are_refused(tmp_path, case):
 
 
 def test_the_normalizer_refuses_what_would_overflow_normalized_inputs():
-    from vit.data import Normalizer
+    from vit.model.normalizer import Normalizer
     with pytest.raises(ValueError, match="std"):
         Normalizer(np.zeros(1), np.array([1e-300]))
     with pytest.raises(ValueError, match="mean"):

@@ -19,8 +19,8 @@ import pytest
 
 from cli_util import run_cli
 from hostile_util import run_limited
-from vit import npz
-from vit.npz import MAX_NPZ_MEMBERS, load_npz
+from vit.io import npz
+from vit.io.npz import MAX_NPZ_MEMBERS, load_npz
 
 # signature, disk, directory's disk, entries on this disk, entries, size, offset, comment
 EOCD = struct.Struct("<4s4H2LH")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from vit.train import read_metrics
+from vit.train.runfolder import read_metrics
 
 from reliability_util import TINY, run_cli
 
@@ -107,7 +107,7 @@ def test_a_torn_line_that_is_not_last_is_refused(tmp_path):
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory):
     """A run stopped after 2 of 4 epochs (resumable)."""
-    from vit.cli import main
+    from vit.cli.main import main
     folder = tmp_path_factory.mktemp("stopped") / "run"
     assert main(["train", "--out", str(folder), *TINY, "--epochs", "4", "--stop-after",
                  "2"]) == 0

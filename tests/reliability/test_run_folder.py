@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from vit.model import TinyViT
-from vit.train import TrainOptions, train
+from vit.model.tinyvit import TinyViT
+from vit.train.loop import train
+from vit.train.options import TrainOptions
 
 from reliability_util import ROOT, TINY, python_m_vit, run_cli
 
@@ -99,7 +100,7 @@ def test_the_lock_of_a_killed_run_needs_no_cleanup(tmp_path):
 def test_two_runs_in_one_process_cannot_share_a_folder(tmp_path):
     """flock is per open file: a second train() on a folder held in the same process (another
     thread) is refused too."""
-    from vit.runfolder import RunLock
+    from vit.train.runfolder import RunLock
     (tmp_path / "run").mkdir()
     with RunLock(tmp_path / "run"):
         with pytest.raises(ValueError, match=f"pid {os.getpid()}.*expected"):
@@ -230,7 +231,7 @@ def test_the_model_save_replaces_a_symlink(tmp_path, victim):
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     folder = tmp_path_factory.mktemp("finished") / "run"
-    from vit.cli import main
+    from vit.cli.main import main
     assert main(["train", "--out", str(folder), *TINY, "--epochs", "2"]) == 0
     return folder
 
@@ -273,7 +274,7 @@ def test_every_file_gets_the_permissions_the_umask_gives(tmp_path, umask, capsys
     TinyViT(seed=0).save(tmp_path / "model.npz")
     assert oct(mode(tmp_path / "model.npz")) == oct(expected)
     if importlib.util.find_spec("matplotlib"):
-        from vit.plots import plot_curves
+        from vit.cli.plots import plot_curves
         rows = [dict(epoch=1, train_loss=1.0, train_acc=0.5, test_loss=1.0, test_acc=0.5,
                      lr=0.1, seconds=1.0)]
         plot_curves(rows, tmp_path / "curves.png")
@@ -327,7 +328,8 @@ def test_every_write_in_vit_goes_through_vit_atomic():
 
 def test_write_atomic_is_temp_file_fsync_rename_fsync_folder():
     import inspect
-    from vit import atomic, npz, plots
+    from vit.cli import plots
+    from vit.io import atomic, npz
     src = inspect.getsource(atomic.write_atomic).split('"""')[2]  # the body
     order = [src.index(s) for s in ("mkstemp(", "fchmod(", "write(f)", "os.fsync(f.fileno())",
                                     "os.replace(tmp, path)", "_fsync_folder(folder)")]
@@ -338,7 +340,7 @@ def test_write_atomic_is_temp_file_fsync_rename_fsync_folder():
 
 
 def test_append_refuses_links_fifos_folders_and_hard_links(tmp_path, victim):
-    from vit.atomic import open_append_nofollow
+    from vit.io.atomic import open_append_nofollow
     (tmp_path / "link").symlink_to(victim)
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "folder").mkdir()
@@ -354,7 +356,7 @@ def test_append_refuses_links_fifos_folders_and_hard_links(tmp_path, victim):
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
-    from vit.atomic import write_atomic
+    from vit.io.atomic import write_atomic
     target = tmp_path / "file.npz"
     target.write_bytes(b"old")
 
@@ -371,7 +373,7 @@ def test_the_holders_details_are_shown_printable_and_bounded(tmp_path):
     """What another holder wrote is only shown, and shown as one short printable line."""
     import fcntl
     import json
-    from vit.runfolder import RunLock
+    from vit.train.runfolder import RunLock
     folder = tmp_path / "run"
     folder.mkdir()
     fd = os.open(folder / ".run.lock", os.O_RDWR | os.O_CREAT)

@@ -22,7 +22,7 @@ import pytest
 
 from minigrad import F, Tensor, parallel
 from minigrad.optim import AdamW
-from vit.model import TinyViT
+from vit.model.tinyvit import TinyViT
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
@@ -169,8 +169,9 @@ def test_two_trainers_in_two_threads_end_with_the_weights_each_gives_alone(blas_
 def test_vit_train_in_two_threads_writes_the_runs_it_writes_alone(blas_two_threads, tmp_path):
     """The whole of ``vit.train.train`` (data, model, AdamW, checkpoints, metrics) for one
     epoch of the digits at dim 64, in two threads at once, into two run folders."""
-    from vit.checkpoint import load_checkpoint
-    from vit.train import TrainOptions, train
+    from vit.train.checkpoint import load_checkpoint
+    from vit.train.loop import train
+    from vit.train.options import TrainOptions
     options = {seed: TrainOptions(dim=64, heads=4, mlp_dim=128, batch_size=256, epochs=1,
                                   seed=seed) for seed in (0, 1)}
     for seed in (0, 1):

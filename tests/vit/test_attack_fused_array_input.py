@@ -7,7 +7,7 @@ import numpy as np
 
 import minigrad as mg
 from vit import block_op
-from vit.block import Block
+from vit.model.block import Block
 
 
 def test_a_small_block_takes_a_numpy_array_as_a_constant_input():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vit.augment import affine, random_affine, random_affine_params
-from vit.train import TrainOptions, train
+from vit.train.augment import affine, random_affine, random_affine_params
+from vit.train.loop import train
+from vit.train.options import TrainOptions
 
 ndimage = pytest.importorskip("scipy.ndimage")
 
@@ -164,7 +165,7 @@ def test_training_with_affine_augmentation_is_seeded_and_changes_the_run(tmp_pat
 
 
 def test_the_cli_rejects_bad_augmentation_values(tmp_path, capsys):
-    from vit.cli import main
+    from vit.cli.main import main
     for args in (["--rotate", "181"], ["--rotate", "-1"], ["--scale", "1"],
                  ["--translate", "-0.5"], ["--translate", "nan"]):
         with pytest.raises(SystemExit) as info:

@@ -14,8 +14,8 @@ from minigrad import F, Tensor
 from minigrad.summary import graph_summary
 from ulps import assert_close_ulps
 from vit import Block, block_op, fusion
-from vit.attention_maps import token_attention_weights
-from vit.model import TinyViT
+from vit.cli.attention_maps import token_attention_weights
+from vit.model.tinyvit import TinyViT
 
 B, T, D, H, FH = 3, 5, 8, 2, 12
 

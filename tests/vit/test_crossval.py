@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from vit.checkpoint import load_checkpoint
-from vit.crossval import merged, stratified_folds
-from vit.data import Normalizer, load_digits
-from vit.npz import load_npz
-from vit.train import TrainOptions, evaluate
+from vit.train.checkpoint import load_checkpoint
+from vit.train.crossval import merged, stratified_folds
+from vit.model.normalizer import Normalizer
+from vit.train.data import load_digits
+from vit.io.npz import load_npz
+from vit.train.loop import evaluate
+from vit.train.options import TrainOptions
 
 from cli_util import run_cli  # noqa: E402
 
@@ -155,7 +157,7 @@ def test_bad_crossval_input_exits_2_without_writing(args, words, tmp_path, capsy
 
 
 def test_train_options_and_crossval_share_every_training_option():
-    from vit.cli import build_parser
+    from vit.cli.main import build_parser
     import argparse
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

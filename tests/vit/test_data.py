@@ -8,8 +8,8 @@ import struct
 import numpy as np
 import pytest
 
-from vit.data import (DIGITS_PATH, Normalizer, load_data, load_digits, load_idx_folder,
-                      load_npz_dataset, position_task, read_idx, stratified_split)
+from vit.model.normalizer import Normalizer
+from vit.train.data import DIGITS_PATH, load_data, load_digits, load_idx_folder, load_npz_dataset, position_task, read_idx, stratified_split
 
 
 # ---- the bundled digits ----------------------------------------------------------------------
@@ -203,7 +203,7 @@ def test_position_task_patch_multisets_do_not_depend_on_the_label():
     """Swap the blob's patch with another: the image of one label becomes one of another, with
     the same set of patches; so a permutation-invariant model cannot beat chance."""
     d = position_task(n_train=8, n_test=1, noise=0.5, seed=0)
-    from vit.model import patchify
+    from vit.model.tinyvit import patchify
     p = patchify(d.x_train, 4)
     for i, label in enumerate(d.y_train):
         other = (label + 1) % 4

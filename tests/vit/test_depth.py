@@ -14,8 +14,9 @@ import pytest
 
 import minigrad as mg
 from minigrad import F, Tensor
-from vit import manual
-from vit.model import MAX_DEPTH, TinyViT, limits, parameter_count, parameter_shapes
+from vit.model import manual
+from vit.model.config import MAX_DEPTH, limits, parameter_count, parameter_shapes
+from vit.model.tinyvit import TinyViT
 
 import vit_reference as ref
 

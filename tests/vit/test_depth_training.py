@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vit.checkpoint import load_checkpoint
-from vit.cli import main
-from vit.model import MAX_DEPTH, limits, parameter_count
-from vit.train import TrainOptions
+from vit.train.checkpoint import load_checkpoint
+from vit.cli.main import main
+from vit.model.config import MAX_DEPTH, limits, parameter_count
+from vit.train.options import TrainOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from hostile_util import small_checkpoint  # noqa: E402
@@ -119,7 +119,7 @@ def test_attention_maps_of_a_deeper_model_come_from_its_last_block():
     import minigrad as mg
     from minigrad import Tensor
     from vit import TinyViT
-    from vit.attention_maps import cls_attention, token_attention_weights
+    from vit.cli.attention_maps import cls_attention, token_attention_weights
 
     model = TinyViT(img_size=8, patch_size=4, in_chans=1, dim=8, num_heads=2, mlp_dim=16,
                     num_classes=3, seed=3, depth=2)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vit.digit_image import (area_resize, block_counts, digit_features, fit_to_frame, ink_mask,
-                             otsu_threshold)
+from vit.io.digit_image import area_resize, block_counts, digit_features, fit_to_frame, ink_mask, otsu_threshold
 
 
 def paper(h: int, w: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from minigrad import F, Tensor
 from minigrad.summary import graph_summary
 from ulps import assert_close_ulps
 from vit import embed_op, fusion, head_op
-from vit.model import TinyViT
+from vit.model.tinyvit import TinyViT
 
 
 def random_model(dtype=np.float64, seed=0, use_pos_emb=True, **config):
@@ -90,7 +90,7 @@ def test_gradcheck_every_input_of_cls_head_float64():
 def test_patch_tokens_matches_the_specs_patch_order_on_rgb_images():
     """The op gathers patches in (c, p1, p2) order internally; its weight rows are in
     patchify's (p1, p2, c) order, so t[:, 1:] = patchify(x) W + b exactly as the spec says."""
-    from vit.model import patchify
+    from vit.model.tinyvit import patchify
     model = random_model(seed=4, in_chans=3, img_size=8, patch_size=2)
     x = np.random.default_rng(4).standard_normal((2, 3, 8, 8))
     w, b, cls, pos = (p.data for p in embed_op.embedding_parameters(model))

@@ -13,7 +13,7 @@ import pytest
 
 from minigrad import Tensor
 from vit import embed_op, fusion, head_op
-from vit.model import TinyViT
+from vit.model.tinyvit import TinyViT
 
 CONFIG = dict(img_size=8, patch_size=4, in_chans=2, dim=8, num_heads=2, mlp_dim=12,
               num_classes=3)

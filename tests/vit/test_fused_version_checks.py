@@ -12,7 +12,7 @@ import pytest
 import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.summary import graph_summary
-from vit.model import TinyViT
+from vit.model.tinyvit import TinyViT
 
 CONFIG = dict(img_size=8, patch_size=4, in_chans=2, dim=8, num_heads=2, mlp_dim=12,
               num_classes=3)

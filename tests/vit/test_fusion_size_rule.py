@@ -22,7 +22,7 @@ from minigrad import F, Tensor
 from minigrad.summary import graph_summary
 from ulps import assert_close_ulps
 from vit import block_op, embed_op, fusion, head_op
-from vit.model import TinyViT
+from vit.model.tinyvit import TinyViT
 
 
 def random_model(dtype=np.float64, seed=0, **config):

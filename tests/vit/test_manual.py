@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from minigrad import F, Tensor
-from vit import manual
-from vit.model import TinyViT
+from vit.model import manual
+from vit.model.tinyvit import TinyViT
 
 CONFIGS = [  # (TinyViT kwargs, batch)
     (dict(img_size=8, patch_size=4, in_chans=1, dim=16, num_heads=2, mlp_dim=32,

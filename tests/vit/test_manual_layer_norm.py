@@ -11,7 +11,7 @@ import pytest
 
 from minigrad import F
 from ulps import assert_close_ulps
-from vit import manual
+from vit.model import manual
 
 
 @pytest.mark.parametrize("D", [12, 16, 24, 64])

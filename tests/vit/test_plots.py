@@ -10,9 +10,9 @@ Image = pytest.importorskip("PIL.Image")
 
 from matplotlib.text import Text  # noqa: E402
 
-from vit.cli import main  # noqa: E402
-from vit.plots import (DPI, attention_figure, confusion_figure, curves_figure,  # noqa: E402
-                       plot_attention, plot_confusion, plot_curves)
+from vit.cli.main import main  # noqa: E402
+from vit.cli.plots import (DPI, attention_figure, confusion_figure,  # noqa: E402
+                          curves_figure, plot_attention, plot_confusion, plot_curves)
 
 from cli_util import run_cli  # noqa: E402
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import vit
-from vit.checkpoint import load_checkpoint
-from vit.cli import main
-from vit.data import load_digits
-from vit.model import TinyViT
-from vit.predict import read_input
-from vit.train import evaluate
+from vit.train.checkpoint import load_checkpoint
+from vit.cli.main import main
+from vit.train.data import load_digits
+from vit.model.tinyvit import TinyViT
+from vit.cli.predict import read_input
+from vit.train.loop import evaluate
 
 from cli_util import run_cli  # noqa: E402
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vit.cli import main
-from vit.train import TrainOptions, train
+from vit.cli.main import main
+from vit.train.loop import train
+from vit.train.options import TrainOptions
 
 pytest.importorskip("PIL")
 

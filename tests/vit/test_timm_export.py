@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from vit import TinyViT, from_timm, patchify
-from vit.cli import main
-from vit.data import Normalizer
-from vit.timm_io import to_timm
+from vit.cli.main import main
+from vit.model.normalizer import Normalizer
+from vit.model.timm_convert import to_timm
 
 from training_checkpoint import save_training_checkpoint
 
@@ -350,7 +350,7 @@ def test_blocks_map_by_index_and_their_count_must_match_the_depth():
     """A model holding its blocks as ``blocks.0.``, ``blocks.1.``, ... (as a deeper TinyViT
     may) maps block by block; a depth that disagrees with the blocks is refused."""
     from minigrad.nn import ModuleList
-    from vit.block import Block
+    from vit.model.block import Block
 
     model = perturbed()
     del model.block

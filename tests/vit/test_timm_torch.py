@@ -20,9 +20,9 @@ from safetensors.torch import load_file  # noqa: E402
 from timm.models.vision_transformer import VisionTransformer  # noqa: E402
 
 from vit import TinyViT, from_timm  # noqa: E402
-from vit.data import Normalizer  # noqa: E402
-from vit.timm_files import export_timm  # noqa: E402
-from vit.timm_io import to_timm  # noqa: E402
+from vit.model.normalizer import Normalizer  # noqa: E402
+from vit.cli.timm_folder import export_timm  # noqa: E402
+from vit.model.timm_convert import to_timm  # noqa: E402
 
 from training_checkpoint import save_training_checkpoint  # noqa: E402
 

@@ -9,11 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from vit.attention_maps import cls_attention, token_attention_weights
-from vit.checkpoint import load_checkpoint
-from vit.cli import main
-from vit.model import TinyViT
-from vit.train import TrainOptions, build_optimizer, read_metrics, train
+from vit.cli.attention_maps import cls_attention, token_attention_weights
+from vit.train.checkpoint import load_checkpoint
+from vit.cli.main import main
+from vit.model.tinyvit import TinyViT
+from vit.train.loop import train
+from vit.train.optimizer import build_optimizer
+from vit.train.options import TrainOptions
+from vit.train.runfolder import read_metrics
 
 SMALL = ["--dim", "16", "--heads", "2", "--mlp-dim", "32", "--quiet"]
 
@@ -76,10 +79,10 @@ def test_resume_after_interruption_gives_the_same_weights(tmp_path, capsys):
 
 
 def test_ctrl_c_mid_epoch_then_resume_gives_the_same_weights(tmp_path, capsys, monkeypatch):
-    import vit.train
+    from vit.train import loop
     common = ["--epochs", 3, "--batch-size", 256, *SMALL]
     assert run(["train", "--out", tmp_path / "whole", *common], capsys)[0] == 0
-    real_step, calls = vit.train._train_step, []
+    real_step, calls = loop._train_step, []
 
     def interrupted(*args):
         calls.append(1)
@@ -87,7 +90,7 @@ def test_ctrl_c_mid_epoch_then_resume_gives_the_same_weights(tmp_path, capsys, m
             raise KeyboardInterrupt
         return real_step(*args)
 
-    monkeypatch.setattr(vit.train, "_train_step", interrupted)
+    monkeypatch.setattr(loop, "_train_step", interrupted)
     status, _, err = run(["train", "--out", tmp_path / "cut", *common], capsys)
     assert status == 130 and "--resume" in err
     assert load_checkpoint(tmp_path / "cut" / "checkpoint.npz").epoch == 1

@@ -13,13 +13,26 @@ from typing import Any
 
 import numpy as np
 
+import minigrad as mg
+from minigrad import F, Tensor
+from minigrad.blas import blas_threads
 from minigrad.heap import keep_heap
-from minigrad.parallel import blas_threads  # the one owner of BLAS threads
 
-from .cli_args import degrees, fraction, natural, nonnegative, positive, positive_int, seed_list
-from .model import MAX_DEPTH, MAX_PARAMETERS, limits
-from .plots import DPI, FORMATS  # (matplotlib itself is imported only to draw)
-from .train import CHECKPOINT, METRICS, TrainingDiverged, TrainOptions
+from ..model.config import MAX_DEPTH, MAX_PARAMETERS, limits
+from ..model.losses import mixup
+from ..model.tinyvit import TinyViT
+from ..train.checkpoint import load_checkpoint
+from ..train.crossval import crossval
+from ..train.data import load_data
+from ..train.loop import TrainingDiverged, evaluate, load_task, train
+from ..train.options import TrainOptions
+from ..train.runfolder import CHECKPOINT, METRICS, read_metrics
+from .args import degrees, fraction, natural, nonnegative, positive, positive_int, seed_list
+from .attention_maps import cls_attention, cls_self_attention
+from .plots import (DPI, FORMATS, confusion_matrix, plot_attention, plot_confusion, plot_curves,
+                    require_matplotlib)  # (matplotlib itself is imported only to draw)
+from .predict import add_predict_command
+from .timm_folder import CONFIG, WEIGHTS, export_timm, import_timm
 
 __all__ = ["main", "build_parser"]
 
@@ -182,7 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--out", required=True, type=Path, metavar="MODEL.npz")
     i.set_defaults(func=cmd_import)
 
-    from .predict import add_predict_command  # `vit predict`: the parser and command live there
     add_predict_command(sub)
     return parser
 
@@ -194,8 +206,6 @@ def _given(args: argparse.Namespace) -> dict:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .checkpoint import load_checkpoint
-    from .train import train
 
     given = _given(args)
     out = args.out or Path("runs") / given.get("task", DEFAULTS.task)
@@ -224,7 +234,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_crossval(args: argparse.Namespace) -> int:
-    from .crossval import crossval
 
     crossval(TrainOptions(**_given(args)), args.out, folds=args.folds, seeds=args.seeds,
              resume=args.resume, overwrite=args.overwrite, quiet=args.quiet)
@@ -233,8 +242,6 @@ def cmd_crossval(args: argparse.Namespace) -> int:
 
 def _eval_data(ck: Any, data_path: str | None) -> tuple[Any, np.ndarray, np.ndarray]:
     """Normalized test images and labels for a checkpoint (its own data unless given)."""
-    from .data import load_data
-    from .train import load_task
 
     o = TrainOptions.from_dict(ck.options)
     cfg = ck.model.config
@@ -249,9 +256,6 @@ def _eval_data(ck: Any, data_path: str | None) -> tuple[Any, np.ndarray, np.ndar
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .checkpoint import load_checkpoint
-    from .plots import confusion_matrix
-    from .train import evaluate
 
     ck = load_checkpoint(args.checkpoint)
     data, x, y = _eval_data(ck, args.data)
@@ -269,11 +273,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .attention_maps import cls_attention, cls_self_attention
-    from .checkpoint import load_checkpoint
-    from .plots import confusion_matrix, plot_attention, plot_confusion, plot_curves
-    from .plots import require_matplotlib
-    from .train import evaluate, read_metrics
 
     require_matplotlib()
     run = args.run_dir
@@ -303,11 +302,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_gradcheck(args: argparse.Namespace) -> int:
-    import minigrad as mg
-    from minigrad import F, Tensor
 
-    from .losses import mixup
-    from .model import TinyViT
 
     rng = np.random.default_rng(args.seed)
     model = TinyViT(img_size=args.img_size, patch_size=args.patch_size, dim=args.dim,
@@ -337,7 +332,6 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .timm_files import CONFIG, WEIGHTS, export_timm
 
     model, folder = export_timm(args.checkpoint, args.out)
     c = model.config
@@ -348,7 +342,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .timm_files import import_timm
 
     model = import_timm(args.folder, args.out)
     print(f"wrote {args.out}: TinyViT {model.config}, {model.dtype} (load it with TinyViT.load;"

@@ -13,7 +13,7 @@ Entries (no pickle anywhere; JSON travels in 0-d string arrays)::
     norm/mean, norm/std   the training pixels' per-channel statistics
     rng              the np.random.Generator's bit_generator.state (JSON)
 
-Written atomically (temporary file, fsync, rename) by ``vit.npz.save_npz_atomic``, so an
+Written atomically (temporary file, fsync, rename) by ``vit.io.npz.save_npz_atomic``, so an
 interrupted write leaves the previous checkpoint intact.
 """
 from __future__ import annotations
@@ -25,14 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from .data import Normalizer, check_statistics
-from .files import shorten
-from .model import TinyViT, check_config, limits, parameter_shapes, parse_config
-from .npz import json_entry, load_npz, save_npz_atomic
-from .rngstate import BIT_GENERATORS, rng_from_array, rng_to_array  # re-exported
+from ..io.files import shorten
+from ..io.npz import json_entry, load_npz, save_npz_atomic
+from ..model.config import check_config, limits, parameter_shapes, parse_config
+from ..model.normalizer import Normalizer, check_statistics
+from ..model.tinyvit import TinyViT
+from .optimizer import decays
+from .options import TrainOptions
+from .rngstate import rng_from_array, rng_to_array
 
 __all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
-           "rng_to_array", "rng_from_array", "check_progress", "BIT_GENERATORS"]
+           "check_progress"]
 
 FORMAT = "vit-train/1"
 
@@ -165,10 +168,8 @@ def _optimizer_params(options, shapes: dict) -> list[tuple[int, ...]]:
     if options.probe:
         return [shapes["head.weight"], shapes["head.bias"]]
     if options.no_decay_norm_bias and options.optimizer == "adamw":
-        from .train import NO_DECAY_NAMES  # the grouping rule of decay_groups
-        decay = [s for n, s in shapes.items() if len(s) > 1 and n not in NO_DECAY_NAMES]
-        return decay + [s for n, s in shapes.items() if not (len(s) > 1
-                                                           and n not in NO_DECAY_NAMES)]
+        return ([s for n, s in shapes.items() if decays(n, s)]
+                + [s for n, s in shapes.items() if not decays(n, s)])
     return list(shapes.values())
 
 
@@ -262,7 +263,6 @@ def check_progress(ck: Checkpoint, steps_per_epoch: int, where: str) -> None:
 
 
 def _options_entry(arrays: dict, where: str):
-    from .options import TrainOptions  # imported late: vit.train imports this module first
     values = json_entry(arrays["options"], f"{where}: entry 'options'")
     if not isinstance(values, dict):
         raise ValueError(f"{where}: entry 'options' is a JSON {type(values).__name__}; "

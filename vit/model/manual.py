@@ -36,29 +36,10 @@ import numpy as np
 
 from minigrad.ops.rowwise import column_sum, row_sum
 
+from .config import BLOCK_PARAMS, GELU_C, GELU_K, LN_EPS, MAX_DEPTH, block_prefixes
 from .manual_attention import attention_backward, attention_forward
 
-__all__ = ["loss_and_grads", "sgd_step", "forward", "block_prefixes", "param_names",
-           "PARAM_NAMES", "BLOCK_PARAMS", "LN_EPS", "GELU_C", "GELU_K", "MAX_DEPTH"]
-
-#: The model's constants (docs/contract.md), defined once for vit: LayerNorm's eps and the
-#: tanh GELU's sqrt(2/pi) and cubic coefficient (vit/block.py's ``vit_block`` uses these too).
-LN_EPS = 1e-5
-GELU_C = math.sqrt(2.0 / math.pi)
-GELU_K = 0.044715
-#: The most encoder blocks a parameter dict may name (as vit.limits bounds TinyViT's depth).
-MAX_DEPTH = 1024
-
-#: The parameters of one encoder block, after its prefix (``block.`` or ``blocks.<i>.``).
-BLOCK_PARAMS = ("norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.proj.weight",
-                "norm2.weight", "norm2.bias", "mlp.fc1.weight", "mlp.fc1.bias",
-                "mlp.fc2.weight", "mlp.fc2.bias")
-
-
-def block_prefixes(depth: int) -> list[str]:
-    """The encoder blocks' name prefixes: ``["block."]`` for one block, else ``blocks.<i>.``."""
-    return ["block."] if depth == 1 else [f"blocks.{i}." for i in range(depth)]
-
+__all__ = ["loss_and_grads", "sgd_step", "forward", "param_names", "PARAM_NAMES"]
 
 def param_names(depth: int = 1) -> tuple[str, ...]:
     """Every parameter name of a TinyViT of ``depth`` blocks (``pos_embed`` may be absent)."""

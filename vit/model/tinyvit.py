@@ -15,18 +15,14 @@ import minigrad as mg
 from minigrad import F, Tensor, checks
 from minigrad.nn import LayerNorm, Linear, Module, ModuleList, Parameter
 
-from . import embed_op, head_op, manual
+from ..io.npz import load_npz, save_npz_atomic
+from . import fused as fused_stages
+from . import manual
 from .block import Block
-from .fusion import run_checked
-from .limits import (CONFIG_KEYS, DTYPES, MAX_ACTIVATION_BYTES, MAX_DEPTH, MAX_PARAMETERS,
-                     activation_bytes, check_config, current_limits, limits, parameter_count,
-                     parameter_shapes, parse_config)
-from .npz import load_npz, save_npz_atomic
+from .config import activation_bytes, check_config, current_limits, parameter_shapes, parse_config
+from .predict import predict
 
-__all__ = ["TinyViT", "patchify", "unpatchify", "load_npz", "save_npz_atomic",
-           "parameter_shapes", "parameter_count", "activation_bytes", "check_config",
-           "parse_config", "limits", "current_limits", "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES",
-           "MAX_DEPTH", "DTYPES"]
+__all__ = ["TinyViT", "patchify", "unpatchify"]
 
 def patchify(x, patch_size: int):
     """(B, C, H, W) -> (B, N, P·P·C): patches in row-major order over the (H/P, W/P) grid,
@@ -106,9 +102,13 @@ class TinyViT(Module):
     def __init__(self, img_size: int = 8, patch_size: int = 4, in_chans: int = 1, dim: int = 16,
                  num_heads: int = 2, mlp_dim: int = 32, num_classes: int = 2,
                  use_pos_emb: bool = True, *, depth: int = 1, dtype=np.float64,
-                 seed: int | None = None, max_parameters: int | None = None) -> None:
+                 seed: int | None = None, max_parameters: int | None = None,
+                 fused: bool = False) -> None:
         super().__init__()
         dtype = checks.floating_dtype("dtype", dtype, owner="TinyViT")
+        fused = checks.boolean("fused", fused, owner="TinyViT")
+        if fused:
+            fused_stages.check_fused_dtype(dtype, "TinyViT")
         check_config(dict(img_size=img_size, patch_size=patch_size, in_chans=in_chans, dim=dim,
                           num_heads=num_heads, mlp_dim=mlp_dim, num_classes=num_classes,
                           use_pos_emb=use_pos_emb, depth=depth), dtype, max_parameters)
@@ -123,13 +123,15 @@ class TinyViT(Module):
                            use_pos_emb=bool(use_pos_emb), depth=int(depth))
         self.patch_size, self.num_heads, self.use_pos_emb = patch_size, num_heads, use_pos_emb
         self.dtype = dtype
+        self.fused = fused
         self.num_patches = (img_size // patch_size) ** 2
         self.patch_embed = Linear(patch_size * patch_size * in_chans, dim, dtype=dtype, rng=rng)
         self.cls_token = Parameter((0.02 * rng.standard_normal((1, 1, dim))).astype(dtype))
         self.pos_embed = (Parameter((0.02 * rng.standard_normal((1, self.num_patches + 1, dim)))
                                     .astype(dtype)) if use_pos_emb else None)
         # One block keeps the contract's name; more are a list, as timm holds them.
-        blocks = [Block(dim, num_heads, mlp_dim, dtype=dtype, rng=rng) for _ in range(depth)]
+        blocks = [Block(dim, num_heads, mlp_dim, dtype=dtype, rng=rng, fused=fused)
+                  for _ in range(depth)]
         if depth == 1:
             self.block = blocks[0]
         else:
@@ -140,14 +142,13 @@ class TinyViT(Module):
     # ---- the differentiable model ------------------------------------------------------
     def tokens(self, x: Tensor) -> Tensor:
         """The encoder block's input, (B, C, H, W) Tensor -> (B, N+1, D): embedded patches
-        after the CLS token, plus the position embeddings. A small model does it as one op
-        (``embed_op.patch_tokens``, the same function written out by hand)."""
+        after the CLS token, plus the position embeddings. A fused model does it as one op
+        (``fused.patch_tokens``, the same function written out by hand)."""
         if not isinstance(x, Tensor):  # (model(x) is the entry point for arrays)
             raise TypeError(f"TinyViT x: got {type(x).__name__}; expected a minigrad Tensor "
                             "of images (B, C, H, W) here (model(x) also takes NumPy arrays)")
-        if embed_op.fusable(self, x):
-            return run_checked(embed_op.patch_tokens, [x, *embed_op.embedding_parameters(self)],
-                               patch_size=self.patch_size)
+        if self.fused:
+            return fused_stages.embed(self, x)
         if not x.requires_grad:  # images are constants: cut them with NumPy, record nothing
             x = Tensor(patchify(x.data, self.patch_size))
         else:
@@ -174,10 +175,10 @@ class TinyViT(Module):
 
     def logits(self, x: Tensor) -> Tensor:
         """(B, C, H, W) Tensor -> (B, K) differentiable logits: ``head(features(x))``, which a
-        small model computes as one op from the encoder's output (``head_op.cls_head``)."""
+        fused model computes as one op from the encoder's output (``fused.cls_head``)."""
         t = self.encode(self.tokens(x))
-        if head_op.fusable(self, t):
-            return run_checked(head_op.cls_head, [t, *head_op.head_parameters(self)])
+        if self.fused:
+            return fused_stages.head(self, t)
         return self.head(self.norm(t[:, 0]))
 
     # ---- the NumPy contract ------------------------------------------------------------
@@ -352,7 +353,7 @@ class TinyViT(Module):
         model.load_state_dict(state)
         return model
 
-    # ---- prediction on raw images (vit/predict.py) ---------------------------------------
+    # ---- prediction on raw images (vit/model/predict.py) ---------------------------------
     #: The preprocessing the model was trained with: the training pixels' per-channel
     #: Normalizer that ``vit.load`` attaches from a checkpoint; None: inputs used as given.
     normalizer = None
@@ -360,6 +361,6 @@ class TinyViT(Module):
     def predict(self, images, *, probabilities: bool = False) -> np.ndarray:
         """Classes (N,) int64 of raw images (N, H, W), (N, C, H, W) or (N, H, W, C), normalized
         with ``self.normalizer`` as ``vit eval`` does; ``probabilities=True``: the softmax
-        (N, K) float64 instead (its row-wise argmax is the classes). See vit.predict.predict."""
-        from .predict import predict
+        (N, K) float64 instead (its row-wise argmax is the classes). See
+        vit.model.predict.predict."""
         return predict(self, images, probabilities=probabilities)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import write_atomic
+from ..io.atomic import write_atomic
 
 __all__ = ["require_matplotlib", "confusion_matrix", "plot_curves", "plot_confusion",
            "plot_attention", "curves_figure", "confusion_figure", "attention_figure",

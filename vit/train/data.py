@@ -28,17 +28,16 @@ import numpy as np
 
 from minigrad import checks
 
-from .files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into
-from .normalizer import (MAX_MEAN, STD_FLOOR, Normalizer, all_finite,  # re-exported
-                         check_statistics)
-from .npz import load_npz
+from ..io.files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into
+from ..io.npz import load_npz
+from ..model.normalizer import Normalizer, all_finite
 
-__all__ = ["Dataset", "Normalizer", "check_statistics", "STD_FLOOR", "MAX_MEAN", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
+__all__ = ["Dataset", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
            "MAX_CLASSES", "MAX_DATA_ELEMENTS", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
            "load_data", "position_task"]
 
 #: The bundled digits (package data).
-DIGITS_PATH = Path(__file__).with_name("data") / "digits.npz"
+DIGITS_PATH = Path(__file__).parents[1] / "data" / "digits.npz"
 #: The seed of every train/test split made here (fixed, so the test set never moves).
 SPLIT_SEED = 0
 #: The held-out share of a split.

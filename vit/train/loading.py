@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import zipfile
 
+from ..io.files import fspath, open_regular
+from ..model.tinyvit import TinyViT
 from .checkpoint import FORMAT, load_checkpoint
-from .files import fspath, open_regular
-from .model import TinyViT
 
 __all__ = ["load"]
 

@@ -1,25 +1,47 @@
-"""The size of a TinyViT, computed from its config before anything is allocated, and the
-bounds it is checked against (``docs/reliability.md``, Threat model).
+"""The model's config: its constants, the schema of its constructor arguments, and its size,
+computed from the config before anything is allocated and checked against the bounds here
+(``docs/reliability.md``, Threat model).
 
-``vit.model`` re-exports every name here; ``TinyViT.__init__``, the model and checkpoint
-loaders and ``TrainOptions`` all check sizes through :func:`check_config`.
+``TinyViT.__init__``, the model and checkpoint loaders and ``TrainOptions`` all check sizes
+through :func:`check_config`.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from typing import Iterator
 
 import numpy as np
 
 from minigrad import checks
 
-from .manual import BLOCK_PARAMS, MAX_DEPTH, block_prefixes
-from .npz import json_entry
+from ..io.npz import json_entry
 
-__all__ = ["MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "MAX_DEPTH", "DTYPES", "CONFIG_KEYS", "limits",
+__all__ = ["LN_EPS", "GELU_C", "GELU_K", "BLOCK_PARAMS", "block_prefixes",
+           "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "MAX_DEPTH", "DTYPES", "CONFIG_KEYS", "limits",
            "current_limits", "parameter_shapes", "parameter_count", "activation_bytes",
            "check_config", "parse_config"]
+
+#: The model's constants (docs/contract.md), defined once for vit: LayerNorm's eps and the
+#: tanh GELU's sqrt(2/pi) and cubic coefficient (the composed block, ``vit_block`` and the
+#: hand-derived stages all use these).
+LN_EPS = 1e-5
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_K = 0.044715
+#: The most encoder blocks a parameter dict may name (TinyViT's depth bound).
+MAX_DEPTH = 1024
+
+#: The parameters of one encoder block, after its prefix (``block.`` or ``blocks.<i>.``).
+BLOCK_PARAMS = ("norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.proj.weight",
+                "norm2.weight", "norm2.bias", "mlp.fc1.weight", "mlp.fc1.bias",
+                "mlp.fc2.weight", "mlp.fc2.bias")
+
+
+def block_prefixes(depth: int) -> list[str]:
+    """The encoder blocks' name prefixes: ``["block."]`` for one block, else ``blocks.<i>.``."""
+    return ["block."] if depth == 1 else [f"blocks.{i}." for i in range(depth)]
+
 
 #: The most parameters a TinyViT may have unless raised (``max_parameters=``, :func:`limits`,
 #: ``vit --max-parameters``): 80 MB of float64 weights, 240 MB with AdamW's two buffers.

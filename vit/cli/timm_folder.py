@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import write_atomic
-from .data import Normalizer
-from .files import open_regular
-from .model import TinyViT
-from .timm_io import from_timm, to_timm
+from ..io.atomic import write_atomic
+from ..io.files import open_regular
+from ..io.npz import load_npz
+from ..model.normalizer import Normalizer
+from ..model.timm_convert import from_timm, to_timm
+from ..model.tinyvit import TinyViT
+from ..train.checkpoint import load_checkpoint
 
 __all__ = ["export_timm", "read_timm", "import_timm", "load_model", "WEIGHTS", "CONFIG"]
 
@@ -33,8 +35,6 @@ def _safetensors():
 def load_model(path: str | os.PathLike) -> tuple[TinyViT, Normalizer | None]:
     """A training checkpoint (it has a ``format`` entry) or a model saved by ``TinyViT.save``,
     with the checkpoint's normalizer (None for a saved model)."""
-    from .checkpoint import load_checkpoint
-    from .npz import load_npz
 
     if "format" in load_npz(path):
         ck = load_checkpoint(path)

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from .files import is_finite_real, shorten
-from .model import MAX_DEPTH, current_limits, parameter_count
+from ..io.files import is_finite_real, shorten
+from ..model.config import MAX_DEPTH, current_limits, parameter_count
 from .runfolder import MAX_EPOCH
 
 __all__ = ["TrainOptions", "MAX_EPOCHS", "ADDED_LATER"]

@@ -11,7 +11,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import Tensor
 
-from .model import TinyViT
+from ..model.tinyvit import TinyViT
 
 __all__ = ["token_attention_weights", "cls_attention", "cls_self_attention"]
 

@@ -24,8 +24,9 @@ import numpy as np
 from minigrad.nn import LayerNorm, Linear, ModuleList
 
 from .block import Attention, Block, Mlp
-from .data import Normalizer
-from .model import MAX_DEPTH, TinyViT
+from .config import MAX_DEPTH
+from .normalizer import Normalizer
+from .tinyvit import TinyViT
 
 __all__ = ["to_timm", "from_timm"]
 

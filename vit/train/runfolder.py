@@ -18,18 +18,20 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .atomic import TEMP_PREFIX, write_atomic
-from .files import is_finite_real, shorten
+from ..io.atomic import TEMP_PREFIX, write_atomic
+from ..io.files import is_finite_real, shorten
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
-__all__ = ["LOCK", "RunLock", "RunFolderBusy", "remove_stale_temps", "read_metrics",
+__all__ = ["CHECKPOINT", "METRICS", "LOCK", "RunLock", "RunFolderBusy", "remove_stale_temps", "read_metrics",
            "check_metrics_row", "METRIC_FIELDS", "open_run_folder", "keep_metrics_until"]
 
-#: The lock file inside a run folder.
+#: The files of a run folder: the training checkpoint, the metrics log, the lock.
+CHECKPOINT = "checkpoint.npz"
+METRICS = "metrics.jsonl"
 LOCK = ".run.lock"
 #: The temporary files a run leaves when killed mid-write (checkpoint, metrics).
 RUN_TEMPS = (".npz", ".jsonl")

@@ -26,11 +26,13 @@ from tqdm import tqdm
 
 from minigrad import checks
 
+from ..io.atomic import write_atomic
+from ..io.npz import load_npz, save_npz_atomic
 from .data import Dataset
-from .atomic import write_atomic
-from .npz import load_npz, save_npz_atomic
-from .train import CHECKPOINT, METRICS, TrainOptions, build_model, build_optimizer, load_task
-from .train import read_metrics, train
+from .loop import build_model, load_task, train
+from .optimizer import build_optimizer
+from .options import TrainOptions
+from .runfolder import CHECKPOINT, METRICS, read_metrics
 
 __all__ = ["FOLD_SEED", "stratified_folds", "merged", "fold_dataset", "crossval", "summarize"]
 

@@ -1,8 +1,9 @@
 """The pre-norm Transformer encoder block: ``vit_block`` and the modules TinyViT is built from.
 
 The modules ``Attention``, ``Mlp`` and ``Block`` hold parameters and compute their stage in
-``forward`` with minigrad's fused ops (``F.layer_norm``, ``F.self_attention``,
-``F.gelu_tanh``): that is the fast path TinyViT trains with. ``vit_block`` follows
+``forward`` with minigrad's ops (``F.layer_norm``, ``F.self_attention``, ``F.gelu_tanh``):
+the composed path TinyViT trains with by default. ``Block(..., fused=True)`` runs the whole
+block as one recorded op instead (vit/model/fused.py, for tiny models). ``vit_block`` follows
 docs/contract.md (section 1), which asks for normalization, attention and GELU built from basic
 tensor operations rather than packaged helpers; so it is written rule by rule from the contract
 with elementary minigrad ops (matmul, mean, exp, tanh, reshape, ...). A test checks that the
@@ -19,11 +20,10 @@ from minigrad import F, Tensor, checks
 from minigrad.nn import LayerNorm, Linear, Module
 from minigrad.ops.attention import attention_weights
 
-from . import block_op
-from .fusion import run_checked
-from .manual import GELU_C, GELU_K, LN_EPS
+from . import fused as fused_stages
+from .config import GELU_C, GELU_K, LN_EPS
 
-__all__ = ["vit_block", "Attention", "Mlp", "Block", "check_heads", "attention", "mlp"]
+__all__ = ["vit_block", "Attention", "Mlp", "Block", "check_heads"]
 
 
 def check_heads(dim: int, num_heads, name: str = "num_heads") -> int:
@@ -81,22 +81,29 @@ class Mlp(Module):
 
 
 class Block(Module):
-    """Pre-norm encoder block:  t = t + attn(norm1(t));  t = t + mlp(norm2(t))."""
+    """Pre-norm encoder block:  t = t + attn(norm1(t));  t = t + mlp(norm2(t)).
+
+    ``fused=True`` computes it as ONE recorded op (``fused.encoder_block``: the same function
+    with its backward written out by hand, for tiny models where each op's overhead
+    dominates); ``fused=False`` (the default) composes minigrad's ops. The attribute
+    ``fused`` says which path runs.
+    """
 
     def __init__(self, dim: int, num_heads: int, mlp_dim: int, *, dtype=np.float64,
-                 rng: np.random.Generator | None = None) -> None:
+                 rng: np.random.Generator | None = None, fused: bool = False) -> None:
         super().__init__()
+        self.fused = checks.boolean("fused", fused, owner="Block")
+        if self.fused:
+            fused_stages.check_fused_dtype(dtype, "Block")
         self.norm1 = LayerNorm(dim, dtype=dtype)
         self.attn = Attention(dim, num_heads, dtype=dtype, rng=rng)
         self.norm2 = LayerNorm(dim, dtype=dtype)
         self.mlp = Mlp(dim, mlp_dim, dtype=dtype, rng=rng)
 
     def forward(self, t: Tensor) -> Tensor:
-        """(B, T, D) -> (B, T, D). A small block runs as one op (``block_op.encoder_block``,
-        the same function written out by hand); the rest as the fused ops below."""
-        if block_op.fusable(self, t):
-            return run_checked(block_op.encoder_block, [t, *block_op.block_parameters(self)],
-                               num_heads=self.attn.num_heads)
+        """(B, T, D) -> (B, T, D): one op if ``self.fused``, else the ops below."""
+        if self.fused:
+            return fused_stages.run_block(self, t)
         t = t + self.attn(self.norm1(t))
         return t + self.mlp(self.norm2(t))
 

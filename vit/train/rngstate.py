@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .files import shorten
-from .npz import json_entry
+from ..io.files import shorten
+from ..io.npz import json_entry
 
 __all__ = ["BIT_GENERATORS", "RNG_SCHEMA", "RNG_DEGENERATE", "rng_to_array", "rng_from_array"]
 

@@ -1,12 +1,12 @@
 """Training TinyViT end to end: the training loop, evaluation, metrics and resuming.
 
-``python -m vit train`` (see ``vit/cli.py``) calls :func:`train`. A run lives in one folder::
+``python -m vit train`` (vit/cli/main.py) calls :func:`train`. A run lives in one folder::
 
-    OUT/checkpoint.npz   the whole state after the last completed epoch (vit/checkpoint.py)
+    OUT/checkpoint.npz   the whole state after the last completed epoch (checkpoint.py)
     OUT/metrics.jsonl    one JSON object per epoch (flushed and fsynced line by line)
-    OUT/.run.lock        while the run lives: its flock, pid, host and start (vit/runfolder.py)
+    OUT/.run.lock        while the run lives: its flock, pid, host and start (runfolder.py)
 
-Every file is written through vit/atomic.py (never through a symlink at its name, with the
+Every file is written through vit/io/atomic.py (never through a symlink at its name, with the
 umask's permissions), and only the run that holds the lock writes in the folder.
 
 All randomness after the model's initialization (shuffling, mixup) comes from one
@@ -31,22 +31,18 @@ import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
-from .atomic import append_line, open_append_nofollow, write_atomic
+from ..io.atomic import append_line, open_append_nofollow, write_atomic
+from ..model.losses import mixup, one_hot
+from ..model.normalizer import Normalizer
+from ..model.tinyvit import TinyViT
 from .augment import random_affine, random_shift
 from .checkpoint import check_progress, load_checkpoint, save_checkpoint
-from .data import Dataset, Normalizer, load_data, position_task
-from .losses import mixup, one_hot
-from .model import TinyViT
+from .data import Dataset, load_data, position_task
+from .optimizer import build_optimizer
 from .options import TrainOptions
-from .runfolder import keep_metrics_until, open_run_folder, read_metrics
+from .runfolder import CHECKPOINT, METRICS, keep_metrics_until, open_run_folder, read_metrics
 
-__all__ = ["TrainOptions", "TrainingDiverged", "CHECKPOINT", "METRICS", "load_task",
-           "build_model", "decay_groups", "build_optimizer", "evaluate",
-           "train", "read_metrics"]
-
-CHECKPOINT = "checkpoint.npz"
-METRICS = "metrics.jsonl"
-
+__all__ = ["TrainingDiverged", "load_task", "build_model", "evaluate", "train"]
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint was kept."""
@@ -75,46 +71,6 @@ def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
                    dim=options.dim, num_heads=options.heads, mlp_dim=options.mlp_dim,
                    num_classes=data.num_classes, use_pos_emb=not options.no_pos_emb,
                    depth=options.depth, dtype=np.dtype(options.dtype), seed=options.seed)
-
-
-#: Parameters that ``no_decay_norm_bias`` exempts from weight decay besides every 1-D one
-#: (biases, LayerNorm gains and shifts): the timm convention.
-NO_DECAY_NAMES = ("cls_token", "pos_embed")
-
-
-def decay_groups(model: TinyViT) -> tuple[list, list]:
-    """(decayed, not decayed) parameters: biases, LayerNorm parameters, ``cls_token`` and
-    ``pos_embed`` are not decayed; every weight matrix is."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        (no_decay if p.data.ndim <= 1 or name in NO_DECAY_NAMES else decay).append(p)
-    return decay, no_decay
-
-
-def build_optimizer(options: TrainOptions, model: TinyViT, steps_per_epoch: int):
-    """(optimizer, schedule) over ``options.epochs * steps_per_epoch`` steps. With ``probe``
-    the optimizer only carries the scheduled lr for ``TinyViT.train_step``."""
-    o = options.resolved()
-    if o.no_decay_norm_bias and o.optimizer != "adamw":
-        raise ValueError("--no-decay-norm-bias applies to --optimizer adamw only")
-    params = list(model.head.parameters()) if o.probe else list(model.parameters())
-    if o.probe or o.optimizer == "sgd":
-        optimizer = SGD(params, lr=o.lr, momentum=0.0 if o.probe else o.momentum,
-                        weight_decay=0.0 if o.probe else o.weight_decay)
-    elif o.no_decay_norm_bias:
-        decay, no_decay = decay_groups(model)
-        optimizer = AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}],
-                          lr=o.lr, weight_decay=o.weight_decay)
-    else:
-        optimizer = AdamW(params, lr=o.lr, weight_decay=o.weight_decay)
-    total = o.epochs * steps_per_epoch
-    warmup = min(int(round(o.warmup * total)), total - 1)
-    if o.schedule == "onecycle":
-        schedule = OneCycle(optimizer, max_lr=o.lr, total_steps=total, pct_start=o.warmup)
-    else:  # a cosine to lr itself is a constant lr after the warmup
-        schedule = WarmupCosine(optimizer, warmup_steps=warmup, total_steps=total,
-                                min_lr=o.lr if o.schedule == "constant" else 0.0)
-    return optimizer, schedule
 
 
 def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,

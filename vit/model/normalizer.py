@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .files import shorten
+from ..io.files import shorten
 
 __all__ = ["Normalizer", "check_statistics", "all_finite", "STD_FLOOR", "MAX_MEAN",
            "CHUNK_ELEMENTS"]
