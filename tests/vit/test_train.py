@@ -94,7 +94,7 @@ def test_ctrl_c_mid_epoch_then_resume_gives_the_same_weights(tmp_path, capsys, m
     status, _, err = run(["train", "--out", tmp_path / "cut", *common], capsys)
     assert status == 130 and "--resume" in err
     assert load_checkpoint(tmp_path / "cut" / "checkpoint.npz").epoch == 1
-    monkeypatch.setattr(vit.train, "_train_step", real_step)
+    monkeypatch.setattr(loop, "_train_step", real_step)
     assert run(["train", "--out", tmp_path / "cut", "--resume", "--quiet"], capsys)[0] == 0
     whole, cut = params(tmp_path / "whole"), params(tmp_path / "cut")
     assert all(np.array_equal(whole[k], cut[k]) for k in whole)
