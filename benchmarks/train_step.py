@@ -8,7 +8,8 @@
 
 Implementations (each starts from the same initialization, copied from one minigrad model):
   minigrad32 / minigrad64   TinyViT + F.cross_entropy + backward + p.data -= lr * p.grad
-  manual                    vit/manual.py: forward and backward by hand (float32)
+  fused32                   the same with TinyViT(fused=True): one recorded op per stage
+  manual                    vit/model/manual.py: forward and backward by hand (float32)
   torch                     the same model in PyTorch eager on the CPU (float32), if importable
   autograd                  the same model in HIPS autograd's numpy (float32), if importable
 Timing: a warm-up, then round-robin turns (order rotating), so drift and other load hit all
@@ -35,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from minigrad import F, Tensor, parallel  # noqa: E402
 from minigrad.heap import keep_heap  # noqa: E402
-from vit import manual  # noqa: E402
+from vit.model import manual  # noqa: E402
 from vit.model.tinyvit import TinyViT  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,8 +49,8 @@ HEADER = f"{'config':<16} {'impl':<11} {'median ms':>10} {'min ms':>9} {'GFLOP/s
          f"{'% peak':>7} {'peak MB':>8} {'faults':>7}"
 _limits = []  # keeps a threadpoolctl limit alive
 SCHEMA = 1  # of the --json file; raised when a key changes meaning
-IMPLS = ("minigrad32", "minigrad64", "manual", "torch", "autograd")
-BASE, RATIO_TO = "minigrad32", ("torch", "manual", "autograd", "minigrad64")
+IMPLS = ("minigrad32", "minigrad64", "fused32", "manual", "torch", "autograd")
+BASE, RATIO_TO = "minigrad32", ("torch", "manual", "autograd", "minigrad64", "fused32")
 
 
 class Config(namedtuple("Config", "name batch image channels patch dim heads mlp classes")):
@@ -82,8 +83,8 @@ CONFIGS = {
 
 
 # ---- implementations: each make_* returns step() -> loss, with its own copy of the state ----
-def make_minigrad(cfg, state, x, y, dtype):
-    model = TinyViT(**cfg.model_kwargs(), dtype=dtype)
+def make_minigrad(cfg, state, x, y, dtype, fused=False):
+    model = TinyViT(**cfg.model_kwargs(), dtype=dtype, fused=fused)
     model.load_state_dict({k: v.astype(dtype) for k, v in state.items()})
     params = list(model.parameters())
     xt = Tensor(x.astype(dtype))
@@ -115,6 +116,7 @@ def build(cfg, impls):
     y = rng.integers(0, cfg.classes, cfg.batch)
     makers = {"minigrad32": lambda: make_minigrad(cfg, state, x, y, np.float32),
               "minigrad64": lambda: make_minigrad(cfg, state, x, y, np.float64),
+              "fused32": lambda: make_minigrad(cfg, state, x, y, np.float32, fused=True),
               "manual": lambda: make_manual(cfg, state, x, y),
               "torch": lambda: make_torch(cfg, state, x, y),
               "autograd": lambda: make_autograd(cfg, state, x, y)}

@@ -33,38 +33,38 @@ def cases(d: Path) -> list[tuple[str, str, str]]:
             "import vit.cli.main, vit.train.checkpoint")]
     p = npz_trailing_zeros(d / "trailing.npz", GB)
     out.append(("npz", f"member + 1 GiB of zeros ({p.stat().st_size >> 10} kB file)",
-                f"from vit.npz import load_npz\nload_npz({str(p)!r})"))
+                f"from vit.io.npz import load_npz\nload_npz({str(p)!r})"))
     p = npz_long_header(d / "header.npz", GB // 2)
     out.append(("npz", f".npy v2 header declaring 512 MiB ({p.stat().st_size >> 10} kB file)",
-                f"from vit.npz import load_npz\nload_npz({str(p)!r})"))
+                f"from vit.io.npz import load_npz\nload_npz({str(p)!r})"))
     folder = d / "idx-trailing"
     folder.mkdir()
     idx_gz(folder / "train-images-idx3-ubyte.gz", (20, 4, 4))
     p = idx_gz(folder / "train-labels-idx1-ubyte.gz", (20,), extra=GB)
     out.append(("IDX", f"labels .gz + 1 GiB after the data ({p.stat().st_size >> 10} kB)",
-                f"from vit.data import load_data\nload_data({str(folder)!r})"))
+                f"from vit.train.data import load_data\nload_data({str(folder)!r})"))
     p = idx_gz(d / "train-images-idx3-ubyte.gz", (1 << 20, 32, 32))
     out.append(("IDX", f".gz declaring 1 GiB of images, holding them ({p.stat().st_size >> 10} kB)",
-                f"from vit.data import read_idx\nread_idx({str(p)!r})"))
+                f"from vit.train.data import read_idx\nread_idx({str(p)!r})"))
     for name, change in (("img_size=4096, patch_size=1", dict(img_size=4096, patch_size=1)),
                          ("dim=10**6", dict(dim=10**6))):
         p = small_checkpoint(d / f"ck-{len(out)}.npz", config=change)
         out.append(("checkpoint config", name,
-                    f"from vit.checkpoint import load_checkpoint\nload_checkpoint({str(p)!r})"))
+                    f"from vit.train.checkpoint import load_checkpoint\nload_checkpoint({str(p)!r})"))
     pcg = np.random.default_rng(0).bit_generator.state
     for name, change in (("rng bit_generator 'test'", dict(rng=json.dumps(
             {**pcg, "bit_generator": "test"}))),
                          ("options batch_size=0", dict(options={"batch_size": 0}))):
         p = small_checkpoint(d / f"ck-{len(out)}.npz", **change)
         out.append(("checkpoint entry", name,
-                    f"from vit.checkpoint import load_checkpoint\nload_checkpoint({str(p)!r})"))
+                    f"from vit.train.checkpoint import load_checkpoint\nload_checkpoint({str(p)!r})"))
     y = np.arange(40) % 2
     y[0] = 10**10
     p = d / "label.npz"
     np.savez(p, x=np.zeros((40, 8, 8), np.float32) + np.arange(40)[:, None, None], y=y)
     for name, args in (("--dim 1000000", ["--dim", "1000000", "--heads", "1"]),
                        ("--data with one label 10**10", ["--data", str(p)])):
-        out.append(("CLI train", name, "from vit.cli import main\nimport sys\n"
+        out.append(("CLI train", name, "from vit.cli.main import main\nimport sys\n"
                     f"status = main(['train', '--out', {str(d / 'run')!r}, *{TINY!r}, "
                     f"*{args!r}])\nassert status == 2, status"))
     return out

@@ -31,7 +31,7 @@ def refused(result: str, *words: str) -> None:
 def test_npz_member_with_a_gigabyte_of_trailing_zeros_is_refused_without_inflating(tmp_path):
     path = npz_trailing_zeros(tmp_path / "trailing.npz", GB)
     assert path.stat().st_size < 2 << 20
-    result, rss = run_limited(f"from vit.npz import load_npz\nload_npz({str(path)!r})")
+    result, rss = run_limited(f"from vit.io.npz import load_npz\nload_npz({str(path)!r})")
     refused(result, "trailing.npz", "'x.npy'", "expected")
     assert rss < SMALL_PEAK_KB
 
@@ -47,7 +47,7 @@ def test_npz_member_with_trailing_bytes_is_refused_in_process(tmp_path):
 @pytest.mark.parametrize("version", [2, 3])
 def test_npy_header_declaring_a_gigabyte_is_refused_before_reading_it(tmp_path, version):
     path = npz_long_header(tmp_path / "header.npz", GB // 2, version)
-    result, rss = run_limited(f"from vit.npz import load_npz\nload_npz({str(path)!r})")
+    result, rss = run_limited(f"from vit.io.npz import load_npz\nload_npz({str(path)!r})")
     # version 3 (UTF-8 headers, which np.savez writes only for non-Latin-1 field names) is
     # refused by its version number before its length is read
     refused(result, "header.npz", *(["header", "expected at most"] if version == 2 else
@@ -69,7 +69,7 @@ def test_idx_gz_with_a_gigabyte_after_its_declared_data_is_refused(tmp_path):
     folder.mkdir()
     idx_gz(folder / "train-images-idx3-ubyte.gz", (20, 4, 4))
     idx_gz(folder / "train-labels-idx1-ubyte.gz", (20,), extra=GB)
-    result, rss = run_limited(f"from vit.data import load_data\nload_data({str(folder)!r})")
+    result, rss = run_limited(f"from vit.train.data import load_data\nload_data({str(folder)!r})")
     refused(result, "train-labels-idx1-ubyte.gz", "expected")
     assert rss < SMALL_PEAK_KB
 
@@ -78,7 +78,7 @@ def test_idx_gz_with_a_gigabyte_after_its_declared_data_is_refused(tmp_path):
 def test_idx_gz_declaring_a_gigabyte_of_images_is_refused_before_allocating(tmp_path):
     path = idx_gz(tmp_path / "train-images-idx3-ubyte.gz", (1 << 20, 32, 32))  # 1 GiB of zeros
     assert path.stat().st_size < 8 << 20
-    result, rss = run_limited(f"from vit.data import read_idx\nread_idx({str(path)!r})")
+    result, rss = run_limited(f"from vit.train.data import read_idx\nread_idx({str(path)!r})")
     refused(result, "train-images-idx3-ubyte.gz", "bytes", "expected at most")
     assert rss < SMALL_PEAK_KB
 
@@ -171,9 +171,9 @@ def test_the_parameter_limit_can_be_raised_and_lowered():
 @pytest.mark.parametrize("loader", ["checkpoint", "model"])
 def test_a_file_with_a_huge_config_is_refused_before_building(tmp_path, change, loader):
     path = small_checkpoint(tmp_path / "ck.npz", config=change)
-    call = (f"from vit.checkpoint import load_checkpoint\nload_checkpoint({str(path)!r})"
+    call = (f"from vit.train.checkpoint import load_checkpoint\nload_checkpoint({str(path)!r})"
             if loader == "checkpoint" else
-            f"from vit.model import TinyViT\nTinyViT.load({str(path)!r})")
+            f"from vit.model.tinyvit import TinyViT\nTinyViT.load({str(path)!r})")
     if loader == "model":  # a saved model: config and parameters only
         from vit.io.npz import load_npz
         arrays = {k: v for k, v in load_npz(path).items() if k == "config" or

@@ -113,7 +113,7 @@ def test_a_json_bomb_takes_no_memory(tmp_path):
     base = small_checkpoint(tmp_path / "base.npz")
     n = 20_000_000
     path = _npz_with_text(tmp_path / "bomb.npz", base, "options", _json_bomb(n), 3 * n)
-    result, rss = run_limited(f"from vit.checkpoint import load_checkpoint\n"
+    result, rss = run_limited(f"from vit.train.checkpoint import load_checkpoint\n"
                               f"load_checkpoint({str(path)!r})")
     assert result.startswith("ValueError") and "characters" in result, result
     assert rss < 250_000, rss
@@ -142,7 +142,7 @@ def _npz_member(path, descr, shape, data: bytes = b""):
 ])
 def test_an_itemsize_0_member_is_refused_before_allocation(tmp_path, descr, words):
     path = _npz_member(tmp_path / "z.npz", descr, (10**16,))
-    result, rss = run_limited(f"from vit.npz import load_npz\nload_npz({str(path)!r})")
+    result, rss = run_limited(f"from vit.io.npz import load_npz\nload_npz({str(path)!r})")
     assert result.startswith("ValueError"), result
     for w in words:
         assert w in result, result
@@ -259,7 +259,7 @@ def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
     folder.mkdir()
     idx_gz(folder / "train-images-idx3-ubyte.gz", (340_000, 28, 28))
     idx_gz(folder / "train-labels-idx1-ubyte.gz", (340_000,))
-    result, rss = run_limited(f"from vit.data import load_data\nload_data({str(folder)!r})",
+    result, rss = run_limited(f"from vit.train.data import load_data\nload_data({str(folder)!r})",
                               limit_mb=900)
     assert result.startswith("ValueError") and "converted" in result, result
     assert "train-images-idx3-ubyte.gz" in result, result
@@ -309,7 +309,7 @@ def test_chunked_normalizing_equals_the_whole_array_in_float64():
 def test_normalizing_a_big_set_stays_near_its_float32_size():
     """60000 28x28 float32 images (188 MB): before, fit and normalize made two float64 copies
     (376 MB each)."""
-    body = ("import numpy as np\nfrom vit.data import Normalizer\n"
+    body = ("import numpy as np\nfrom vit.model.normalizer import Normalizer\n"
             "x = np.ones((60000, 1, 28, 28), np.float32)\n"
             "n = Normalizer.fit(x)\ny = n(x)\nassert y.dtype == np.float32")
     result, rss = run_limited(body, limit_mb=None)

@@ -174,7 +174,7 @@ def test_a_directory_holding_fewer_entries_than_declared_is_refused(tmp_path, no
 def test_a_million_entries_cost_neither_time_nor_memory(tmp_path):
     """Under a 400 MB address space (zipfile alone would need more for the ZipInfo objects)."""
     path = many_entries(tmp_path / "million.npz", 1_000_000, zip64=True)
-    result, _ = run_limited(f"from vit.npz import load_npz\nload_npz({str(path)!r})")
+    result, _ = run_limited(f"from vit.io.npz import load_npz\nload_npz({str(path)!r})")
     assert result.startswith("ValueError") and "1,000,000 members" in result, result
 
 

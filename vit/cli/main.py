@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=natural, default=None, help=f"(default {d.seed})")
     t.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help=f"(default {d.dtype})")
+    t.add_argument("--fused", action="store_true", default=None,
+                   help="compute each stage of the model as one op with its hand-derived "
+                   "backward (faster for tiny models only; docs/performance.md)")
     t.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="run folder (default runs/TASK)")
     t.add_argument("--resume", action="store_true", help=f"continue the run in OUT/{CHECKPOINT}")

@@ -70,7 +70,8 @@ def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
     return TinyViT(img_size=size, patch_size=options.patch_size, in_chans=channels,
                    dim=options.dim, num_heads=options.heads, mlp_dim=options.mlp_dim,
                    num_classes=data.num_classes, use_pos_emb=not options.no_pos_emb,
-                   depth=options.depth, dtype=np.dtype(options.dtype), seed=options.seed)
+                   depth=options.depth, dtype=np.dtype(options.dtype), seed=options.seed,
+                   fused=options.fused)
 
 
 def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,

@@ -17,14 +17,14 @@ from .runfolder import MAX_EPOCH
 
 __all__ = ["TrainOptions", "MAX_EPOCHS", "ADDED_LATER"]
 
-#: Options added after checkpoints were first saved, with the value that reproduces the runs
-#: saved without them (their behaviour before the option existed), not today's default.
 #: The most epochs of a run (the metrics log's bound), and the largest integer option (an
 #: int64, as checkpoints store them).
 MAX_EPOCHS = MAX_EPOCH
 MAX_INT = 2**63 - 1
 
-ADDED_LATER = {"rotate": 0.0, "scale": 0.0, "translate": 0.0, "depth": 1}
+#: Options added after checkpoints were first saved, with the value that reproduces the runs
+#: saved without them (their behaviour before the option existed), not today's default.
+ADDED_LATER = {"rotate": 0.0, "scale": 0.0, "translate": 0.0, "depth": 1, "fused": False}
 
 
 @dataclass
@@ -60,6 +60,7 @@ class TrainOptions:
     probe: bool = False  # head only: TinyViT.train_step's linear probe (plain SGD)
     seed: int = 0
     dtype: str = "float32"
+    fused: bool = False  # TinyViT(fused=True): each stage one recorded op (vit/model/fused.py)
 
     def resolved(self) -> TrainOptions:
         """A copy with the defaults that depend on other options filled in."""
@@ -129,7 +130,7 @@ class TrainOptions:
         number("depth", 1, MAX_DEPTH, integer=True)
         for field in ("shift", "seed"):
             number(field, 0, integer=True)
-        for field in ("no_pos_emb", "no_decay_norm_bias", "probe"):
+        for field in ("no_pos_emb", "no_decay_norm_bias", "probe", "fused"):
             if not isinstance(getattr(self, field), (bool, np.bool_)):
                 raise TypeError(f"{name(field)}: got {shorten(getattr(self, field))}; expected "
                                 "True or False")
