@@ -10,6 +10,9 @@ the rest of the document, prose included, is left as it is. Each JSON file becom
 block: a line naming the run (threads, commit, date, CPU, load average at start and end,
 matmul peak), a table of median ms per implementation, and a table of ratios.
 
+Given one ``scaling.py --json`` record instead, it re-renders the ``<!-- scaling:begin -->``
+region of docs/scaling.md (the default ``--doc`` for such a record).
+
 The files are read as data, checked entry by entry (sizes bounded, names restricted to a
 safe alphabet, every number finite), and the document is rewritten atomically.
 """
@@ -389,16 +392,20 @@ def scaling_main(args) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", metavar="RUN.json", help="train_step.py --json files")
-    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "performance.md"),
-                    help="the Markdown file whose marked region is replaced")
+    ap.add_argument("--doc", default=None,
+                    help="the Markdown file whose marked region is replaced (default "
+                         "docs/performance.md; docs/scaling.md for a scaling.py record)")
     ap.add_argument("--print", action="store_true", help="print the region, change nothing")
     ap.add_argument("--figure", metavar="PNG",
                     help="for a scaling.py record: also redraw the figure")
     args = ap.parse_args(argv)
     if len(args.runs) > 8:
         ap.error(f"RUN.json: got {len(args.runs)} files; expected at most 8")
+    scaling = len(args.runs) == 1 and _benchmark_of(args.runs[0]) == "scaling"
+    if args.doc is None:
+        args.doc = os.path.join(ROOT, "docs", "scaling.md" if scaling else "performance.md")
     try:
-        if len(args.runs) == 1 and _benchmark_of(args.runs[0]) == "scaling":
+        if scaling:
             return scaling_main(args)
         region = render_all([load_record(p) for p in args.runs])
         if args.print:

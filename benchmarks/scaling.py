@@ -3,7 +3,7 @@
     python benchmarks/scaling.py                 # full study, about 10 minutes on 2 cores
     python benchmarks/scaling.py --quick         # seconds per axis: tiny sizes, few rounds
     python benchmarks/scaling.py --json scaling.json --figure docs/figures/scaling.png \\
-        --doc docs/performance.md                # also the record, the figure, the doc table
+        --doc docs/scaling.md                    # also the record, the figure, the doc table
 
 Axes, each grown alone from a base (batch 16, 32x32x3 images, patch 4, D 64, 4 heads, MLP 2D):
   tokens28  28x28x1 images, patch 14, 7, 4, 2, 1 (T = N + 1 = 5 ... 785 tokens), batch 8

@@ -11,8 +11,8 @@ this machine's speed over minutes reaches every worker alike. Prints the median 
 each worker's per-turn median, and for every worker against the first its **paired ratio**:
 the median of the per-turn ratios (turns are adjacent in time, so this is the steadiest
 statistic on a machine whose speed drifts). ``minigrad32`` of one tree against ``torch`` of
-the same tree is the ratio of issue 16's target. docs/performance.md ("Tiny models, a third
-round") records runs.
+the same tree is the ratio docs/performance.md quotes for config A; the paired runs are in
+benchmarks/results/HISTORY.md.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""The README's op table, written from the ops themselves.
+"""The op table of docs/ops.md, written from the ops themselves.
 
 Every public op's docstring starts with its formula and names its derivation
 (``docs/backward.md §N``); this prints one row per op with a link to that section, grouped by
 the module that defines it. ``python scripts/op_table.py --write`` puts the table in
-README.md between the ``op-table`` markers; ``tests/test_op_table.py`` fails when the README
+docs/ops.md between the ``op-table`` markers; ``tests/test_op_table.py`` fails when that page
 and the ops disagree.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from minigrad import F  # noqa: E402
 from minigrad.ops import PUBLIC_OPS  # noqa: E402
 
 BACKWARD = ROOT / "docs" / "backward.md"
-README = ROOT / "README.md"
+OPS_PAGE = ROOT / "docs" / "ops.md"
 START, END = "<!-- op-table:start -->", "<!-- op-table:end -->"
 SECTION = re.compile(r"§\s*(\d+)")
 
@@ -53,27 +53,28 @@ def table() -> str:
     anchors = sections()
     lines = ["| family | op | what it computes | backward |", "|---|---|---|---|"]
     for module, name, summary, n in sorted(rows(), key=lambda r: (r[0], PUBLIC_OPS.index(r[1]))):
-        link = f"[§{n}](docs/backward.md#{anchors[n]})" if n in anchors else "(none)"
+        link = f"[§{n}](backward.md#{anchors[n]})"  # relative to docs/ if n in anchors else "(none)"
         summary = summary.replace("|", "\\|")
         lines.append(f"| `{module}` | `F.{name}` | {summary} | {link} |")
     return "\n".join(lines)
 
 
-def readme_with_table(text: str) -> str:
+def page_with_table(text: str) -> str:
+    """``text`` (docs/ops.md) with the region between the markers replaced by ``table()``."""
     head, start, rest = text.partition(START)
     _, end, tail = rest.partition(END)
     if not start or not end:
-        raise SystemExit(f"README.md: the markers {START} ... {END} are missing")
+        raise SystemExit(f"docs/ops.md: the markers {START} ... {END} are missing")
     return f"{head}{START}\n{table()}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="update README.md in place")
+    parser.add_argument("--write", action="store_true", help="update docs/ops.md in place")
     args = parser.parse_args(argv)
     if args.write:
-        text = README.read_text(encoding="utf-8")
-        README.write_text(readme_with_table(text), encoding="utf-8")
+        text = OPS_PAGE.read_text(encoding="utf-8")
+        OPS_PAGE.write_text(page_with_table(text), encoding="utf-8")
     else:
         print(table())
     return 0

@@ -1,4 +1,4 @@
-"""The README's op table (scripts/op_table.py) lists every public op with the backward.md
+"""The op table of docs/ops.md (scripts/op_table.py) lists every public op with the backward.md
 section that derives it, and is in step with the ops' docstrings."""
 import importlib.util
 from pathlib import Path
@@ -9,10 +9,10 @@ op_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(op_table)
 
 
-def test_readme_table_is_the_generated_one():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert op_table.readme_with_table(text) == text, (
-        "README.md's op table is stale: run python scripts/op_table.py --write")
+def test_ops_page_table_is_the_generated_one():
+    text = (ROOT / "docs" / "ops.md").read_text(encoding="utf-8")
+    assert op_table.page_with_table(text) == text, (
+        "docs/ops.md's op table is stale: run python scripts/op_table.py --write")
 
 
 def test_every_public_op_links_an_existing_derivation():

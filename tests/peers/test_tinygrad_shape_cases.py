@@ -3,7 +3,7 @@ movement, indexing, matmul, join/split and loss ops minigrad has, forward and ba
 PyTorch, plus its ``helper_test_exception`` cases as "raises a clear exception". Our own code.
 
 Where minigrad follows NumPy and PyTorch does not, the case is translated to NumPy's meaning
-(README: "Tensor has NumPy's method names and signatures"): ``transpose(1, 2)`` is a
+(docs/minigrad.md: "Tensor has NumPy's method names and signatures"): ``transpose(1, 2)`` is a
 permutation in NumPy, torch's is ``swapaxes``; ``squeeze(axis)`` of a non-unit axis is an error
 in NumPy, a no-op in torch; ``split(n)`` makes n sections in NumPy, pieces of size n in torch;
 an axis on a 0-d array is out of bounds in NumPy. Those are tested in minigrad's own meaning.

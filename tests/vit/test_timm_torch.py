@@ -27,7 +27,7 @@ from vit.model.timm_convert import to_timm  # noqa: E402
 from training_checkpoint import save_training_checkpoint  # noqa: E402
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXPORT_DOC = Path(__file__).resolve().parents[2] / "docs" / "export.md"
 
 CONFIGS = [
     dict(img_size=8, patch_size=4, in_chans=1, dim=16, num_heads=1, mlp_dim=32),
@@ -120,11 +120,11 @@ def test_a_timm_model_comes_back_to_the_same_logits(cfg):
     np.testing.assert_allclose(back(x), theirs, rtol=0, atol=1e-10)
 
 
-def test_the_readme_lines_build_the_same_classifier(tmp_path):
-    """The README's snippet, run as written (only the folder and the images substituted).
+def test_the_export_doc_lines_build_the_same_classifier(tmp_path):
+    """docs/export.md's snippet, run as written (only the folder and the images substituted).
     It is fenced ```py, not ```python: tests/test_readme.py runs those without torch."""
-    text = README.read_text()
-    section = text[text.index("### Export to timm and back"):]
+    text = EXPORT_DOC.read_text()
+    section = text[text.index("## Run the exported model in timm"):]
     code = re.search(r"```py\n(.*?)```", section, re.S).group(1)
     assert "runs/digits-timm" in code
     model = perturbed(CONFIGS[2], np.float64)

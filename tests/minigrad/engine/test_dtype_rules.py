@@ -1,4 +1,5 @@
-"""The dtype rules of README "Dtype rules": 0-d operands are weakly typed, like Python numbers.
+"""The dtype rules of docs/numpy.md ("Dtype rules"): 0-d operands are weakly typed, like
+Python numbers.
 
 A 0-d Tensor or a 0-d array next to an operand with dimensions acts exactly as the Python
 number it holds would: NumPy (NEP 50) then keeps the dimensioned operand's dtype within its
