@@ -9,7 +9,7 @@ core busy, on configs B, C and D of train_step.py.
 Variants, interleaved in one process (round-robin turns, as train_step.run_config):
   minigrad32            the machine's default threads (BLAS, minigrad's block pool)
   minigrad32 1 thread   minigrad's pool off and BLAS held to one thread for the step
-  manual                vit/manual.py, default BLAS threads
+  manual                vit/model/manual.py, default BLAS threads
   torch                 PyTorch eager, its default intra-op threads
   torch 1 thread        torch.set_num_threads(1) for the step
   minigrad32 REF        with --baseline REF: minigrad's default threads, its parallel regions

@@ -15,7 +15,7 @@ Axes, each grown alone from a base (batch 16, 32x32x3 images, patch 4, D 64, 4 h
             one block, so it is timed at L = 1 only)
   image     16 ... 224 pixels at patch 8, batch 8 (tokens grow as the image's area)
 Implementations: minigrad32 (TinyViT + F.cross_entropy + backward + SGD), manual
-(vit/manual.py) and torch (benchmarks/baselines.py, if importable), built from the same
+(vit/model/manual.py) and torch (benchmarks/baselines.py, if importable), built from the same
 weights and timed interleaved at each point (train_step.run_config: round-robin turns with a
 settle period); the machine's default threads. Per point, minigrad's attention core
 (F.self_attention forward + backward) and its four projections (F.linear qkv, proj, fc1,

@@ -7,7 +7,7 @@ Each model sees the raw pixel values (0..16, 64 per image), as in scikit-learn's
 example; its settings were fixed before any run (no tuning): an RBF SVM ``SVC(gamma=0.001)``
 (C = 1), a 1-nearest-neighbour classifier (Euclidean), and multinomial logistic regression
 (``LogisticRegression(max_iter=10000)``, C = 1). The folds are
-``vit.crossval.stratified_folds`` of the 1,797 merged digits with ``FOLD_SEED``, exactly those
+``vit.train.crossval.stratified_folds`` of the 1,797 merged digits with ``FOLD_SEED``, exactly those
 of ``python -m vit crossval``; the standard deviation is over folds (ddof 1).
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@
     python scripts/make_digits.py
 
 Writes ``x`` / ``y`` (training part) and ``x_test`` / ``y_test`` (held-out part) as uint8,
-compressed: a stratified 80/20 split made with NumPy by ``vit.data.stratified_split`` with the
-fixed seed ``vit.data.SPLIT_SEED``. The split is stored, so it never depends on the NumPy
+compressed: a stratified 80/20 split made with NumPy by ``vit.train.data.stratified_split`` with the
+fixed seed ``vit.train.data.SPLIT_SEED``. The split is stored, so it never depends on the NumPy
 version that reads the file. Source and license: ``vit/data/README.md``.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ Cross-validated (``--cv``, the protocol behind the current defaults; docs/result
     python scripts/recipe_search.py --cv --final NAME     # test folds: NAME vs the old default
 
 ``--cv`` protocol: the 1,797 digits (bundled train and test parts merged) are cut into the 5
-stratified folds of ``python -m vit crossval`` (``vit.crossval.stratified_folds``, seed
+stratified folds of ``python -m vit crossval`` (``vit.train.crossval.stratified_folds``, seed
 ``FOLD_SEED``). For every fold i, its *training part* (the other 4 folds) is split again with
 ``stratified_split(y_part, 0.2, seed=123)`` into search-train and validation
 (``runs/recipe_search/cv/inner{i}.npz``; fold i's images are not in it). Every candidate of
@@ -32,7 +32,7 @@ How it was run for docs/results.md (two rounds, then one merged ranking and the 
 Protocol:
 
 1. The bundled training images (the test split is not loaded) are split again with
-   ``vit.data.stratified_split(y_train, 0.2, seed=123)``: 80% "search-train", 20% validation.
+   ``vit.train.data.stratified_split(y_train, 0.2, seed=123)``: 80% "search-train", 20% validation.
    Both go to ``runs/recipe_search/val_split.npz`` as ``x, y, x_test, y_test``, so every
    candidate is trained with ``python -m vit train --data runs/recipe_search/val_split.npz``:
    the normalization statistics come from the search-train images and the accuracy the run

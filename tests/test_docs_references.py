@@ -43,7 +43,7 @@ PATH_TOKEN = re.compile(
 # The short names the docs use for minigrad's and vit's objects (`mg.op`, `F.linear`,
 # `TinyViT.predict`); `nn.` is left out: the docs also speak of torch's `nn.Linear`.
 ALIASES = {"mg": "minigrad", "F": "minigrad.functional", "Tensor": "minigrad.Tensor",
-           "TinyViT": "vit.model.TinyViT", "TrainOptions": "vit.options.TrainOptions"}
+           "TinyViT": "vit.model.tinyvit.TinyViT", "TrainOptions": "vit.train.options.TrainOptions"}
 DOTTED = re.compile(
     r"(?<![\w./-])(?:minigrad|vit|" + "|".join(ALIASES) + r")(?:\.[A-Za-z_]\w*)+(?![\w/-])"
 )
@@ -237,7 +237,6 @@ def name_problems(page: Path, text: str) -> list[str]:
 RETIRED = {
     "minigrad/schedules.py": "minigrad/optim/schedules.py",
     "minigrad.schedules": "minigrad.optim.schedules",
-    "vit.model.load_npz": "vit.npz.load_npz",
     "tests/minigrad/conftest.py": "tests/minigrad/op_cases/ (the op case table)",
 }
 RETIRED_TOKEN = re.compile(
@@ -309,7 +308,7 @@ def test_checker_reports_stale_references():
         "`tests/test_docs_references.py::test_missing`, `::test_pages_found`, `::test_gone`; "
         "`test_docs_references.py::test_slug_follows_github_rules` `no_such_module.py`\n"
         "`minigrad.checks.integer` `minigrad.blocks.set_num_threads` `vit.model.NoSuch`\n"
-        "`mg.gradcheck` `F.no_such_op(x)` `TinyViT.predict` `vit.model.load_npz`\n"
+        "`mg.gradcheck` `F.no_such_op(x)` `TinyViT.predict` `tests/minigrad/conftest.py`\n"
         "```\npython benchmarks/nosuch.py\n```\n"
     )
     links, paths, names = (f(page, text) for f in (link_problems, path_problems, name_problems))
@@ -328,4 +327,5 @@ def test_checker_reports_stale_references():
     assert [p.split(": ", 1)[0].rsplit(":", 1)[1] for p in names] == ["5", "5", "6"]
     assert "minigrad.blocks" in names[0] and "NoSuch" in names[1] and "no_such_op" in names[2]
     assert retired_problems(page, text) == [
-        "docs/probe.md:6: `vit.model.load_npz` moved: cite `vit.npz.load_npz`"]
+        "docs/probe.md:6: `tests/minigrad/conftest.py` moved: cite `tests/minigrad/op_cases/ "
+        "(the op case table)`"]

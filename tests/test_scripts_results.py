@@ -1,4 +1,4 @@
-"""scripts/results.py reads a run's metrics.jsonl through vit.train.read_metrics: the one
+"""scripts/results.py reads a run's metrics.jsonl through vit.train.runfolder.read_metrics: the one
 check every reader shares (a torn last line noted and ignored, any other bad line refused
 with its number), not a json.loads loop of its own."""
 from __future__ import annotations

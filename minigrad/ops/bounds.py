@@ -17,7 +17,7 @@ __all__ = ["MAX_OUTPUT_ELEMENTS", "MAX_SCORES", "MAX_EINSUM_STEPS", "MAX_OPTIMAL
 MAX_OUTPUT_ELEMENTS = 2 ** 28
 #: The most attention scores (B·H·L·S) one call may build: 16 GiB of float64. Larger than
 #: ``MAX_OUTPUT_ELEMENTS`` because a ViT's own batches pass that (64 images of 1,025 tokens
-#: and 4 heads are just over 2**28), and ``vit.model.limits`` bounds those already.
+#: and 4 heads are just over 2**28), and ``vit.model.config.limits`` bounds those already.
 MAX_SCORES = 2 ** 31
 #: The most multiply-adds an unoptimized einsum may loop through (NumPy's ``optimize=False``
 #: visits every combination of every label): about 10**12, minutes to hours of work.

@@ -4,7 +4,7 @@ Each hostile case runs in a child process whose address space is capped at
 ``hostile_util.LIMIT_MB``: a loader that inflates a bomb or builds the model a file declares
 dies there with a MemoryError (the test fails), one that checks the bound first refuses the
 file with a one-line ValueError and a small peak. The model's size is computed from its
-config by one function, ``vit.model.parameter_count``, checked against a stated limit."""
+config by one function, ``vit.model.config.parameter_count``, checked against a stated limit."""
 from __future__ import annotations
 
 import numpy as np

@@ -3,7 +3,7 @@ and in ``train_step`` (item 8: labels, ``Normalizer.fit``, a step that overflows
 
 A FIFO, /dev/stdin, a character device or a folder where a file is expected must be refused
 before anything opens it for a blocking read: every reader goes through one helper,
-``vit.files.open_regular``. The FIFO tests run in a child with a timeout, so a loader that
+``vit.io.files.open_regular``. The FIFO tests run in a child with a timeout, so a loader that
 blocks fails the test instead of hanging it."""
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The rule: a torn LAST line (a kill in the middle of its write) is expected and i
 note; any other line that is not a metrics row is refused with the file, the line number and
 what is wrong, in one line, and ``--resume`` never rewrites a log it could not read in full.
 ``read_metrics``, ``vit plot`` and ``--resume`` share the one check
-(``vit.runfolder.check_metrics_row``).
+(``vit.train.runfolder.check_metrics_row``).
 """
 from __future__ import annotations
 

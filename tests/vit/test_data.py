@@ -101,7 +101,7 @@ def test_npz_errors_are_clear(tmp_path, arrays, message):
 
 def test_corrupt_truncated_and_pickled_npz_are_refused(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"this is not a zip file")
-    with pytest.raises(ValueError, match="junk.npz: "):  # (vit.model.load_npz's wording)
+    with pytest.raises(ValueError, match="junk.npz: "):  # (vit.io.npz.load_npz's wording)
         load_data(tmp_path / "junk.npz")
     good = _save(tmp_path / "good.npz", x=np.zeros((8, 4, 4)), y=np.arange(8) % 2)
     (tmp_path / "cut.npz").write_bytes(good.read_bytes()[:200])

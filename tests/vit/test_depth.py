@@ -1,7 +1,7 @@
 """TinyViT(depth=L): L pre-norm blocks in sequence; depth=1 is the contract's model unchanged.
 
 Values against the independent reference (vit_reference.tinyvit), gradients against finite
-differences in float64 with random cotangents and against vit/manual.py's hand-derived
+differences in float64 with random cotangents and against vit/model/manual.py's hand-derived
 backward; names, sizes, files and bad values. PyTorch parity for depth 2 is in
 test_vit_torch.py, timm's in test_timm_torch.py.
 """

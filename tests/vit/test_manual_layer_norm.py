@@ -1,4 +1,4 @@
-"""vit/manual.py's LayerNorm against minigrad's F.layer_norm, and on constant rows.
+"""vit/model/manual.py's LayerNorm against minigrad's F.layer_norm, and on constant rows.
 
 A constant row has x - μ = 0 exactly when μ is the row's sum divided by D and that sum is
 exact; a mean taken as x @ (1/D, ..., 1/D) rounds 1/D first and left bias + 1e-12-sized

@@ -71,7 +71,7 @@ def picture_pixels(im, Image, mode: str) -> np.ndarray:
 def _read_npy(path: str) -> np.ndarray:
     """A ``.npy`` array of at most ``MAX_ARRAY_BYTES``, never unpickled: the file is read into
     memory first (so NumPy's parsers see bounded bytes), its header (version 1.0 or 2.0, at
-    most ``vit.npz.MAX_HEADER_BYTES``) must declare exactly the data that follows it, and
+    most ``vit.io.npz.MAX_HEADER_BYTES``) must declare exactly the data that follows it, and
     only then is the array built."""
     with open_regular(path, ".npy array") as f:
         data = f.read(MAX_ARRAY_BYTES + 1)

@@ -20,7 +20,7 @@ __all__ = ["save_npz_atomic", "load_npz", "json_entry", "MAX_NPZ_BYTES", "MAX_NP
 
 
 #: The most bytes the arrays of one ``.npz`` may declare, all together (checked against each
-#: member's .npy header before anything is allocated; see ``vit.files.decoded_limit``).
+#: member's .npy header before anything is allocated; see ``vit.io.files.decoded_limit``).
 MAX_NPZ_BYTES = MAX_DECODED_BYTES
 #: The longest .npy header read (NumPy's own default ``max_header_size``).
 MAX_HEADER_BYTES = 10_000
@@ -56,7 +56,7 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 def save_npz_atomic(path, arrays: dict) -> None:
-    """``np.savez`` through :func:`vit.atomic.write_atomic`: a temporary file beside ``path``,
+    """``np.savez`` through :func:`vit.io.atomic.write_atomic`: a temporary file beside ``path``,
     fsync, rename over ``path`` (replacing a symlink there, never following it), fsync the
     folder; the umask's permissions. At any moment ``path`` is the old file or the new one."""
     write_atomic(path, lambda f: np.savez(f, **arrays))
@@ -161,14 +161,14 @@ class _Member(NamedTuple):
 def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
-    Before anything is allocated: the path must be a regular file (``vit.files.open_regular``)
+    Before anything is allocated: the path must be a regular file (``vit.io.files.open_regular``)
     and a zip archive (its first bytes) whose end records declare at most ``MAX_NPZ_MEMBERS``
     entries, held in a central directory of at most ``MAX_DIRECTORY_BYTES`` that ends where
     they begin (``_check_directory``, before zipfile parses it); every member a plain ``.npy``
     array whose header is at most ``MAX_HEADER_BYTES`` and declares a dtype of
     ``MEMBER_KINDS`` of itemsize > 0 (so the element count is bounded with the bytes; strings
     only 0-d, at most ``MAX_TEXT_CHARS``) and a shape whose data is exactly the rest of the
-    member; and all the arrays together at most ``vit.files.decoded_limit(file size,
+    member; and all the arrays together at most ``vit.io.files.decoded_limit(file size,
     max_bytes)`` bytes. Members are then inflated in
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).

@@ -67,7 +67,7 @@ def limits(max_parameters: int | None = None,
     """Raise (or lower) the size bounds of every TinyViT built in this thread or task, for
     the duration of the block (e.g. around ``train()`` or ``load_checkpoint()``)."""
     current = _LIMITS.get()
-    new = tuple(checks.positive_int(name, value, owner="vit.model.limits") if value is not None
+    new = tuple(checks.positive_int(name, value, owner="vit.model.config.limits") if value is not None
                 else old
                 for name, value, old in (("max_parameters", max_parameters, current[0]),
                                          ("max_activation_bytes", max_activation_bytes,
@@ -151,12 +151,12 @@ def check_config(config: dict, dtype=np.float64, max_parameters: int | None = No
     if n > limit:
         raise ValueError(f"{owner}: the config ({shown}) makes {n:,} parameters; expected at "
                          f"most {limit:,} (raise the limit with max_parameters=, "
-                         "vit.model.limits() or vit --max-parameters)")
+                         "vit.model.config.limits() or vit --max-parameters)")
     act = activation_bytes(config, np.dtype(dtype).itemsize)
     if act > act_limit:
         raise ValueError(f"{owner}: the config ({shown}) needs {act:,} bytes of activations per "
                          f"image ({(config['img_size'] // config['patch_size']) ** 2 + 1:,} "
-                         f"tokens); expected at most {act_limit:,} (vit.model.limits("
+                         f"tokens); expected at most {act_limit:,} (vit.model.config.limits("
                          "max_activation_bytes=...) raises it)")
 
 

@@ -1,7 +1,7 @@
 """TinyViT's forward and backward pass written out by hand: no engine, only NumPy.
 
 This is the whole model's backward pass, to be read next to docs/backward.md (the attention
-stage in vit/manual_attention.py), and the speed-of-light baseline the engine is measured
+stage in vit/model/manual_attention.py), and the speed-of-light baseline the engine is measured
 against (benchmarks/train_step.py).
 Each stage is a pair of functions: ``*_forward`` returns its output and a small cache of
 what the backward needs; ``*_backward`` maps the output's gradient to the input's gradient
@@ -193,7 +193,7 @@ def mlp_backward(g, cache):
     dw2 = a.T @ g
     db2 = column_sum(g)
     dz = g @ w2.T
-    # GELU'(z) in new buffers: the cache stays as it was (vit/block_op.py's backward may
+    # GELU'(z) in new buffers: the cache stays as it was (vit/model/fused.py's backward may
     # run again on it)
     slope = np.multiply(tau, tau)
     np.subtract(1.0, slope, out=slope)  # 1 - τ²

@@ -1,4 +1,4 @@
-"""Multi-head self-attention written out by hand for vit/manual.py: forward and backward on
+"""Multi-head self-attention written out by hand for vit/model/manual.py: forward and backward on
 (M, D) token rows, no engine (docs/backward.md §6 derives the softmax's VJP).
 
 Shapes: B sequences of T tokens, M = B*T rows, D features, h heads of width d = D/h. Q, K

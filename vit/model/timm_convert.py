@@ -1,5 +1,5 @@
 """TinyViT to timm's ``VisionTransformer`` and back, in memory and without torch
-(docs/export.md; the files are vit/timm_files.py).
+(docs/export.md; the files are vit/cli/timm_folder.py).
 
 ``to_timm(model)`` gives the state dict in timm's names and layouts plus ``config``: the keyword
 arguments of ``timm.models.vision_transformer.VisionTransformer`` that build the same network,

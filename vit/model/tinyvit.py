@@ -202,7 +202,7 @@ class TinyViT(Module):
         if need > limit:  # attention is quadratic in the tokens: refuse, not OOM
             raise ValueError(f"TinyViT x: a batch of {x.shape[0]} images needs about {need:,} "
                              f"bytes of activations; expected at most {limit:,} "
-                             "(split the batch, or raise vit.model.limits("
+                             "(split the batch, or raise vit.model.config.limits("
                              "max_activation_bytes=...))")
 
     def _targets(self, y, batch: int) -> np.ndarray:
@@ -296,7 +296,7 @@ class TinyViT(Module):
         """The head-only step (the contract's linear probe) on checked inputs: images in the
         model's dtype and integer labels (B,) or soft targets (B, K). Returns (loss, logits)
         before the step, so a training loop can count correct predictions without a second
-        forward. The loss and dlogits are vit/manual.py's cross-entropy, the head's gradient
+        forward. The loss and dlogits are vit/model/manual.py's cross-entropy, the head's gradient
         its ``head_backward``. With ``check``, a step that would make the head non-finite
         raises and changes nothing (a training loop instead sees the next loss diverge)."""
         cls = self.cls_features(x)

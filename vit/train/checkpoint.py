@@ -330,7 +330,7 @@ def load_checkpoint(path: str | os.PathLike, max_parameters: int | None = None) 
     """Read a checkpoint written by :func:`save_checkpoint`.
 
     Every entry is validated (:func:`validate_entries`) before the model is built; the model
-    may have at most ``max_parameters`` parameters (default: ``vit.model.limits``). Raises
+    may have at most ``max_parameters`` parameters (default: ``vit.model.config.limits``). Raises
     FileNotFoundError for a missing file and ValueError (with the path, the entry and the
     reason) for anything else wrong.
     """

@@ -1,6 +1,6 @@
 """Stratified k-fold cross-validation: the folds, one training run per fold and seed, a summary.
 
-``python -m vit crossval`` (see ``vit/cli.py``) calls :func:`crossval`. The data set (the
+``python -m vit crossval`` (see ``vit/cli/main.py``) calls :func:`crossval`. The data set (the
 bundled digits with their train and test parts merged, 1,797 images, or any ``--data``) is
 cut into ``k`` stratified folds by :func:`stratified_folds`, a pure function of the labels
 and a seed. For every fold and seed, :func:`vit.train.train` trains on the other folds
@@ -36,7 +36,7 @@ from .runfolder import CHECKPOINT, METRICS, read_metrics
 
 __all__ = ["FOLD_SEED", "stratified_folds", "merged", "fold_dataset", "crossval", "summarize"]
 
-#: The seed of the fold assignment (fixed before any run, like ``vit.data.SPLIT_SEED``).
+#: The seed of the fold assignment (fixed before any run, like ``vit.train.data.SPLIT_SEED``).
 FOLD_SEED = 0
 RESULT = "crossval.json"
 

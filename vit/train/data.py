@@ -46,7 +46,7 @@ TEST_FRACTION = 0.2
 #: would otherwise build a head of 10**10 columns.
 MAX_CLASSES = 65_536
 #: The most pixels a data set may hold, train and test together, as the float32 it becomes
-#: (2**28 elements: 1 GiB), and at most ``vit.files.decoded_limit`` of its files' sizes in
+#: (2**28 elements: 1 GiB), and at most ``vit.io.files.decoded_limit`` of its files' sizes in
 #: float32 bytes: a 259 KB .gz of 256 MB of zeros is refused before its 1 GB float32 copy.
 MAX_DATA_ELEMENTS = 1 << 28
 
@@ -237,7 +237,7 @@ def read_idx(path: str | os.PathLike, max_bytes: int = MAX_DECODED_BYTES,
 
     Format: two zero bytes, a type code, the number of dimensions d, then d big-endian uint32
     sizes and the data, big-endian, row-major. The magic number is checked, the declared size
-    is bounded by ``vit.files.decoded_limit(file size, max_bytes)`` before anything is
+    is bounded by ``vit.io.files.decoded_limit(file size, max_bytes)`` before anything is
     allocated (at ``as_itemsize`` bytes an element if more: what it is converted to), and the
     file must hold exactly the declared data: it is read (decompressed) in
     chunks up to that size, so trailing bytes are refused without inflating them.

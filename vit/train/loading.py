@@ -26,12 +26,12 @@ def load(path: str | os.PathLike, max_parameters: int | None = None) -> TinyViT:
     """The model in ``path``, a training checkpoint (``runs/X/checkpoint.npz``) or a model
     written by ``TinyViT.save``, ready for :meth:`TinyViT.predict` on raw images.
 
-    ``model.normalizer`` is the checkpoint's :class:`vit.normalizer.Normalizer` (the training
+    ``model.normalizer`` is the checkpoint's :class:`vit.model.normalizer.Normalizer` (the training
     pixels' per-channel mean and std, as ``vit eval`` applies them), or None for a saved
     model, which holds no preprocessing: its inputs are used as given. Either file is read
-    by its own validating loader (``vit.checkpoint.load_checkpoint``, ``TinyViT.load``):
+    by its own validating loader (``vit.train.checkpoint.load_checkpoint``, ``TinyViT.load``):
     never unpickled, every entry checked, at most ``max_parameters`` parameters (default:
-    ``vit.model.limits``). FileNotFoundError for a missing file, ValueError naming the file
+    ``vit.model.config.limits``). FileNotFoundError for a missing file, ValueError naming the file
     and entry for anything wrong in it.
     """
     where = fspath(path, "vit.load path")

@@ -1,6 +1,6 @@
 """TrainOptions: everything that defines a training run, checked in one place.
 
-The command line (vit/cli_args.py), the Python API and the checkpoint loader all build
+The command line (vit/cli/args.py), the Python API and the checkpoint loader all build
 options through :class:`TrainOptions`, so every value is validated the same way: TypeError for
 a wrong type, ValueError for a wrong value, each naming the field and its command-line option.
 """
@@ -51,7 +51,7 @@ class TrainOptions:
     warmup: float | None = None  # share of the steps spent warming up
     mixup: float = 0.2  # Beta(alpha, alpha); 0 disables
     shift: int = 0  # random translation by up to this many pixels (edges replicated)
-    # random affine per image (vit/augment.py), bilinear, raw pixel value 0 outside; the
+    # random affine per image (vit/train/augment.py), bilinear, raw pixel value 0 outside; the
     # defaults were chosen on validation folds (scripts/recipe_search.py --cv)
     rotate: float = 10.0  # degrees, uniform in [-rotate, rotate]
     scale: float = 0.1  # zoom factor uniform in [1 - scale, 1 + scale]

@@ -176,7 +176,7 @@ METRIC_FIELDS = {"train_loss": (0.0, None), "train_acc": (0.0, 1.0), "test_loss"
 #: The longest line read (a row is about 200 bytes) and the largest log read.
 MAX_METRICS_LINE = 4096
 MAX_METRICS_BYTES = 1 << 28
-#: The largest epoch number of a row, and of a run (``vit.options.MAX_EPOCHS``).
+#: The largest epoch number of a row, and of a run (``vit.train.options.MAX_EPOCHS``).
 MAX_EPOCH = 1_000_000
 
 

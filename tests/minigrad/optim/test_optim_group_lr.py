@@ -116,7 +116,7 @@ def test_one_cycle_matches_torch_for_every_group():
         tsched.step()
 
 
-ONE_LR_ADAMW_KEYS = {  # the layout vit/checkpoint.py validates (written before group lrs)
+ONE_LR_ADAMW_KEYS = {  # the layout vit/train/checkpoint.py validates (written before group lrs)
     "num_params", "step_count", "lr", "betas", "eps", "weight_decay", "num_groups",
     "group.0.size", "group.0.betas", "group.0.eps", "group.0.weight_decay",
     "group.1.size", "group.1.betas", "group.1.eps", "group.1.weight_decay",
