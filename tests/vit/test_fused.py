@@ -575,6 +575,51 @@ def test_a_no_grad_forward_records_nothing_gives_the_same_bits_and_attention_map
     assert_close_ulps(w, token_attention_weights(composed, x))
 
 
+# ---- in-place writes between forward and backward (the version counters) -------------------------
+OP_OF = {"patch_embed": "patch_tokens", "cls_token": "patch_tokens",
+         "pos_embed": "patch_tokens", "block": "encoder_block", "norm": "cls_head",
+         "head": "cls_head"}
+NAMES = [name for name, _ in TinyViT(**CONFIG, seed=0).named_parameters()]
+
+
+def _loss(model):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 2, 8, 8))
+    return F.cross_entropy(model(Tensor(x)), rng.integers(0, 3, 3))
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["trainable", "frozen"])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_tracked_write_into_any_parameter_after_the_forward_is_refused(name, frozen, fused):
+    """Each fused op records the model's parameters themselves as inputs, so a tracked
+    write (``p += v`` under no_grad, an optimizer step) into any of them, trainable or frozen,
+    is refused at backward naming the op, and no ``.grad`` moves. (Writes straight into
+    ``.data`` are not tracked: documented in minigrad/graph.py, not tested.)"""
+    model = TinyViT(**CONFIG, seed=0, fused=fused)
+    param = dict(model.named_parameters())[name]
+    param.requires_grad = not frozen
+    loss = _loss(model)
+    if fused:
+        assert FUSED_OPS <= set(op_names(loss))
+    with mg.no_grad():
+        param += 0.5
+    with pytest.raises(RuntimeError, match="modified in place") as info:
+        loss.backward()
+    if fused:
+        assert f"op '{OP_OF[name.split('.')[0]]}'" in str(info.value)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_an_optimizer_step_before_backward_is_refused(fused):
+    model = TinyViT(**CONFIG, seed=0, fused=fused)
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    _loss(model).backward()
+    loss = _loss(model)
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified in place"):
+        loss.backward()
+
+
 # ---- the same bits for any BLAS thread count (docs/reliability.md, G2) ---------------------------
 def largest_products(config: dict, B: int) -> dict:
     """Each stage's largest single matrix product (2·m·n·k FLOPs), counted from the shapes:
