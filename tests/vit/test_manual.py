@@ -122,7 +122,7 @@ def _arrays(tree):
 
 
 def test_block_backward_leaves_its_cache_as_it_was():
-    # vit/model/fused.py runs block_backward on the same cache in every backward pass
+    # vit/model/fused.py's encoder_block runs block_backward on the same cache in every pass
     cfg, batch = CONFIGS[2]
     model = _perturbed(TinyViT(**cfg, dtype=np.float64, seed=0))
     params = model.state_dict()

@@ -1,4 +1,5 @@
-"""PyTorch as the oracle: vit_block and TinyViT values and every gradient, float64, 1e-10.
+"""PyTorch as the oracle: vit_block and TinyViT values and every gradient, float64, 1e-10;
+TinyViT on both paths (the ``fused`` fixture, tests/vit/conftest.py).
 
 The torch side uses torch's own layer_norm, tanh-GELU, scaled_dot_product_attention,
 cross_entropy and conv2d, so it shares no code (and no constants) with vit/ or minigrad/.
@@ -126,8 +127,8 @@ def compare(model, x, y, soft=False):
     dict(img_size=8, patch_size=4, in_chans=2, dim=8, num_heads=2, mlp_dim=16, num_classes=3,
          use_pos_emb=False, depth=2),
 ])
-def test_tinyvit_logits_loss_and_every_gradient(cfg):
-    model = TinyViT(**cfg, seed=0)
+def test_tinyvit_logits_loss_and_every_gradient(cfg, fused):
+    model = TinyViT(**cfg, seed=0, fused=fused)
     rng = np.random.default_rng(1)
     for p in model.parameters():  # off the special initial values, so every term matters
         p.data[...] += 0.2 * rng.standard_normal(p.shape)
@@ -136,16 +137,17 @@ def test_tinyvit_logits_loss_and_every_gradient(cfg):
     compare(model, x, rng.integers(0, c["num_classes"], 5))
 
 
-def test_tinyvit_mixup_soft_targets_every_gradient():
-    model = TinyViT(num_classes=3, seed=2)
+def test_tinyvit_mixup_soft_targets_every_gradient(fused):
+    model = TinyViT(num_classes=3, seed=2, fused=fused)
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((6, 1, 8, 8)), rng.integers(0, 3, 6)
     m = mixup(x, y, 3, alpha=0.4, rng=rng)
     compare(model, m.x, m.y, soft=True)
 
 
-def test_full_train_steps_follow_torch_sgd():
-    model = TinyViT(img_size=4, patch_size=2, dim=8, num_heads=2, num_classes=3, seed=4)
+def test_full_train_steps_follow_torch_sgd(fused):
+    model = TinyViT(img_size=4, patch_size=2, dim=8, num_heads=2, num_classes=3, seed=4,
+                    fused=fused)
     ref = TorchTinyViT(model)
     opt = torch.optim.SGD(list(ref.p.values()), lr=0.1)
     rng = np.random.default_rng(5)
