@@ -260,10 +260,6 @@ EMPTY_TOKENS = pytest.mark.parametrize("shape", [(0, 5, 8), (3, 0, 8)],
                                        ids=["no-sequences", "no-tokens"])
 
 
-@pytest.mark.xfail(strict=True, reason="fused.run_block checks only ndim and D: B = 0 reaches "
-                   "manual_attention (ZeroDivisionError: T = M // B) and T = 0 a reshape "
-                   "(numpy's 'cannot reshape array of size 0'); the composed block refuses "
-                   "both with a ValueError naming the shape")
 @EMPTY_TOKENS
 def test_a_fused_block_refuses_empty_token_arrays_naming_x(shape):
     with pytest.raises(ValueError, match="Block x.*" + re.escape(str(shape))):
@@ -278,9 +274,6 @@ def test_a_composed_block_refuses_empty_token_arrays_naming_the_shape(shape):
         random_block()(Tensor(np.zeros(shape)))
 
 
-@pytest.mark.xfail(strict=True, reason="fused.run_block and apply_unchecked read t.data, which "
-                   "for a NumPy array is a memoryview: AttributeError 'memoryview' object has "
-                   "no attribute 'dtype' (the composed block takes the array as a constant)")
 def test_a_fused_block_takes_a_numpy_array_as_a_constant_input():
     """As the composed block (and the op wrapper) do: the array is a constant, the result the
     bits the block gives on the same data as a Tensor (the same op)."""

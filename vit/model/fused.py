@@ -166,13 +166,18 @@ def largest_product(B: int, T: int, D: int, hidden: int, num_heads: int) -> floa
     return max(2.0 * B * T * D * max(3 * D, hidden), 2.0 * T * T * (D // num_heads))
 
 
-def run_block(block, t: Tensor) -> Tensor:
-    """``block(t)`` of a fused ``Block``: t (B, T, D) in the block's dtype."""
+def run_block(block, t) -> Tensor:
+    """``block(t)`` of a fused ``Block``: t (B, T, D) in the block's dtype, a Tensor or an
+    array (a constant, as every op takes one)."""
+    if not isinstance(t, Tensor):
+        t = Tensor(np.asarray(t))
     dtype = block.norm1.weight.data.dtype
     _check_input("Block", t.data, dtype, 3, "(B, T, D) tokens")
     D = block.mlp.fc1.weight.data.shape[0]
-    if t.data.shape[2] != D:
-        raise ValueError(f"Block x: got shape {t.data.shape}; expected (B, T, {D}) tokens")
+    B, T, width = t.data.shape
+    if width != D or B == 0 or T == 0:
+        raise ValueError(f"Block x: got shape {t.data.shape}; expected (B, T, {D}) tokens with "
+                         "B, T >= 1")
     for norm in (block.norm1, block.norm2):
         if norm.eps != LN_EPS:
             raise ValueError(f"Block fused: a norm's eps is {norm.eps!r}; the fused block "
