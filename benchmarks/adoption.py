@@ -22,7 +22,7 @@ import train_step  # noqa: E402
 from train_step import CONFIGS, build, peak_memory  # noqa: E402
 
 from minigrad import graph  # noqa: E402
-from minigrad.heap import keep_heap  # noqa: E402
+from minigrad.runtime.heap import keep_heap  # noqa: E402
 
 
 def adopted_per_step(step) -> tuple[int, int, int]:

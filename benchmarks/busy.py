@@ -13,7 +13,7 @@ Variants, interleaved in one process (round-robin turns, as train_step.run_confi
   torch                 PyTorch eager, its default intra-op threads
   torch 1 thread        torch.set_num_threads(1) for the step
   minigrad32 REF        with --baseline REF: minigrad's default threads, its parallel regions
-                        scheduled by minigrad/parallel.py's _fan_out as of commit REF (loaded
+                        scheduled by minigrad/runtime/parallel.py's _fan_out as of commit REF (loaded
                         from git into this process, put in place around each step), so that
                         two scheduling policies meet the same load in one process
 The thread settings are applied on every call and undone after it, so the variants can share
@@ -34,8 +34,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import parallel  # noqa: E402
-from minigrad.heap import keep_heap  # noqa: E402
+from minigrad.runtime import blas, parallel  # noqa: E402
+from minigrad.runtime.heap import keep_heap  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_step as ts  # noqa: E402
@@ -48,24 +48,24 @@ SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() 
 
 
 def baseline_scheduler(ref: str):
-    """``_fan_out`` from ``minigrad/parallel.py`` at commit ``ref`` of this repository, loaded
+    """``_fan_out`` from ``minigrad/runtime/parallel.py`` at commit ``ref`` of this repository, loaded
     as a module of this process's minigrad package (its relative imports, ``.blas`` and
     ``.checks``, are today's). Raises ValueError naming --baseline if there is none."""
     if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]{0,99}", ref):
         raise ValueError(f"--baseline: got {ref!r}; expected a commit hash, tag or branch")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run(["git", "show", f"{ref}:minigrad/parallel.py"], cwd=root,
+    proc = subprocess.run(["git", "show", f"{ref}:minigrad/runtime/parallel.py"], cwd=root,
                           capture_output=True, text=True, timeout=30)
     if proc.returncode != 0:
         raise ValueError(f"--baseline: got {ref!r}; expected a commit of this repository "
-                         f"with minigrad/parallel.py ({proc.stderr.strip()[:200]})")
+                         f"with minigrad/runtime/parallel.py ({proc.stderr.strip()[:200]})")
     name = "minigrad._busy_baseline_parallel"
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "minigrad"
-    exec(compile(proc.stdout, f"{ref}:minigrad/parallel.py", "exec"), module.__dict__)
+    exec(compile(proc.stdout, f"{ref}:minigrad/runtime/parallel.py", "exec"), module.__dict__)
     if not callable(getattr(module, "_fan_out", None)):
-        raise ValueError(f"--baseline: {ref}:minigrad/parallel.py has no _fan_out")
+        raise ValueError(f"--baseline: {ref}:minigrad/runtime/parallel.py has no _fan_out")
     return module
 
 
@@ -122,7 +122,7 @@ def one_thread(step, impl: str):
         default = parallel.get_num_threads()
         parallel.set_num_threads(1)
         try:
-            with parallel.one_blas_thread():
+            with blas.one_blas_thread():
                 return step()
         finally:
             parallel.set_num_threads(default)
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
                     + " (default all)")
     ap.add_argument("--baseline", metavar="REF",
                     help="also time minigrad32 with the parallel regions scheduled as at "
-                         "commit REF (its minigrad/parallel.py's _fan_out)")
+                         "commit REF (its minigrad/runtime/parallel.py's _fan_out)")
     ap.add_argument("--turn", type=int, help="timed steps per variant's turn (default 4); "
                     "1 with --settle 0 alternates the variants step by step, which pairs them "
                     "best when outside load changes fast (no torch or manual variant: their "

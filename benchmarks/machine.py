@@ -61,7 +61,7 @@ def blas_info() -> list[dict]:
 
 def machine_info() -> dict:
     """The machine and libraries, as the JSON result files record them."""
-    from minigrad import parallel
+    from minigrad.runtime import parallel
     info = {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cores": usable_cores(),
             "platform": platform.platform(), "python": platform.python_version(),
             "numpy": np.__version__, "blas": blas_info(),

@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from minigrad import F, Tensor  # noqa: E402
-from minigrad.heap import keep_heap  # noqa: E402
+from minigrad.runtime.heap import keep_heap  # noqa: E402
 from vit.model.tinyvit import TinyViT  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

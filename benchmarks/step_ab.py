@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-IMPLS = ("minigrad32", "minigrad64", "manual", "torch")
+IMPLS = ("minigrad32", "minigrad64", "fused32", "manual", "torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
 _LIMITS = []  # keeps a worker's threadpoolctl limit alive
 
@@ -37,7 +37,10 @@ def worker(root: str, impl: str, config: str, warmup: int, threads: int | None) 
     if threads:
         from threadpoolctl import threadpool_limits  # noqa: PLC0415
 
-        from minigrad import parallel  # noqa: PLC0415 (the tree's own)
+        try:  # the tree's own
+            from minigrad.runtime import parallel  # noqa: PLC0415
+        except ImportError:  # a checkout from before minigrad/runtime/
+            from minigrad import parallel  # noqa: PLC0415
         _LIMITS.append(threadpool_limits(threads))
         parallel.set_num_threads(threads)
         if impl == "torch":
@@ -72,6 +75,10 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default="A", choices="ABCD")
     parser.add_argument("--impls", default="minigrad32",
                         help=f"comma-separated subset of {','.join(IMPLS)}")
+    parser.add_argument("--their-impl", default=None, metavar="IMPL",
+                        help="the implementation the --against trees run (default: each of "
+                        "--impls); e.g. fused32 here against minigrad32 of a tree that "
+                        "chose the fused path by size")
     parser.add_argument("--turns", type=int, default=16, help="turns per worker")
     parser.add_argument("--steps", type=int, default=150, help="timed steps per turn")
     parser.add_argument("--warmup", type=int, default=50, help="untimed steps at start")
@@ -83,7 +90,7 @@ def main(argv=None) -> int:
         worker(args.worker[0], args.worker[1], args.config, args.warmup, args.threads)
         return 0
     impls = args.impls.split(",")
-    bad = [i for i in impls if i not in IMPLS]
+    bad = [i for i in impls + [args.their_impl or impls[0]] if i not in IMPLS]
     if bad or not impls:
         parser.error(f"--impls: got {args.impls!r}; expected a comma-separated subset of "
                      f"{', '.join(IMPLS)}")
@@ -98,7 +105,7 @@ def main(argv=None) -> int:
     roots = [tree(os.path.dirname(HERE), parser)] + [tree(p, parser) for p in args.against]
     labels, procs = [], []
     for k, root in enumerate(roots):
-        for impl in impls:
+        for impl in impls if k == 0 or args.their_impl is None else [args.their_impl]:
             labels.append(f"{'this' if k == 0 else os.path.basename(root) or root}:{impl}")
             procs.append(subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__), "--config", args.config,

@@ -34,8 +34,9 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor, parallel  # noqa: E402
-from minigrad.heap import keep_heap  # noqa: E402
+from minigrad import F, Tensor# noqa: E402
+from minigrad.runtime import parallel
+from minigrad.runtime.heap import keep_heap  # noqa: E402
 from vit.model import manual  # noqa: E402
 from vit.model.tinyvit import TinyViT  # noqa: E402
 

@@ -10,14 +10,16 @@ Public face::
 Every op is a NumPy forward with a hand-written VJP beside it (``minigrad.op``);
 ``gradcheck`` verifies them against finite differences.
 """
+from . import methods, numpy_api  # noqa: F401  (Tensor's array methods and NumPy protocols)
 from . import functional
 from . import functional as F
-from . import heap, nn, optim
-from .gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
-from .graph import enable_grad, is_grad_enabled, no_grad
-from .summary import GraphSummary, graph_summary
+from . import nn, optim
 from .defop import JointVJP, op, record
+from .gradmode import enable_grad, is_grad_enabled, no_grad
+from .runtime import heap
 from .tensor import Tensor, as_tensor, tensor
+from .tools.gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
+from .tools.summary import GraphSummary, graph_summary
 
 __version__ = "0.1.0"
 

@@ -53,13 +53,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from itertools import zip_longest
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .gradmode import grad_mode
-from .graph import Node
+from .graph import ConstantInput, Joint, Node
 from .tensor import Tensor
 
 __all__ = ["op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
@@ -81,19 +80,6 @@ class JointVJP:
             raise TypeError(f"JointVJP gradients: got {type(gradients).__name__}; expected a "
                             "function gradients(g, needed) -> one gradient per input")
         self.gradients = gradients
-
-
-def _joint_edges(vjps: JointVJP, inputs: Sequence[Any]) -> tuple:
-    """For a JointVJP: ``range(len(inputs))`` to stand for the VJPs (input i's edge holds i,
-    where the sweep finds its gradient in the joint result) and the gradients function."""
-    return range(len(inputs)), vjps.gradients
-
-
-def _needed(edges: Sequence, count: int) -> tuple:
-    needed = [False] * count
-    for _, i in edges:
-        needed[i] = True
-    return tuple(needed)
 
 
 def as_array_input(value: Any, op: str, param: str) -> Any:
@@ -178,21 +164,61 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     if type(out) is not np.ndarray:
         if type(out) is tuple:
             return _record_outputs(out, inputs, vjps, name, params)
-        if type(out) is list:
-            _as_output(out, name)  # raises
-        out = np.asarray(out)
+        out = _as_output(out, name)
     if not grad_mode.enabled:
         return Tensor._make(out) if out.base is None else _output(out, inputs, None)
+    node = _node(name, inputs, vjps, params, out.dtype.kind == "f")
+    if node is None:  # no input needs grad, or the result is not floating
+        return _output(out, inputs, None)
+    node.shape, node.dtype = out.shape, out.dtype
+    node.cell = cell = [0, 0] if out.base is None else _version_cell(out, inputs)
+    return Tensor._make(out, node, cell)
+
+
+def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
+                    params: Sequence[str] = ()) -> tuple:
+    """``record`` of several outputs: one Node holds the VJPs (each gets a tuple of
+    cotangents, zeros for the outputs that did not reach the loss); each floating output gets
+    a Node of its own whose one edge leads there, marked by its ``index``."""
+    if not outs:
+        raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
+                         "or a tuple of at least one array")
+    outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
+    floating = [o.dtype.kind == "f" for o in outs]
+    node = _node(name, inputs, vjps, params, any(floating)) if grad_mode.enabled else None
+    if node is None:
+        return tuple(_output(o, inputs, None) for o in outs)
+    node.specs = tuple((o.shape, o.dtype) for o in outs)
+    node.shape, node.dtype = tuple(o.shape for o in outs), tuple(o.dtype for o in outs)
+    results = []
+    for k, (o, f) in enumerate(zip(outs, floating)):
+        if not f:
+            results.append(_output(o, inputs, None))
+            continue
+        cell = [0, 0] if o.base is None else _version_cell(o, inputs)
+        results.append(Tensor._make(o, Node(name, ((node, None),), o.shape, o.dtype, cell,
+                                            index=k), cell))
+    node.cell = tuple(t._version for t in results)
+    return tuple(results)
+
+
+def _node(name: str, inputs: Sequence[Any], vjps: Any, params: Sequence[str],
+          floating: bool) -> Node | None:
+    """The Node of an op on ``inputs`` with ``vjps`` (one VJP or None per input, a single
+    function, or a ``JointVJP``), its output's shape, dtype and cell left to the caller; None
+    when there is nothing to record (no input requires grad where there is a VJP, or no
+    output is floating: only floating results carry a gradient). With ``floating``, a Tensor
+    that requires grad at a position with no VJP is refused."""
     joint = None
     if type(vjps) is not tuple:
         if type(vjps) is JointVJP:
-            vjps, joint = _joint_edges(vjps, inputs)
+            joint, vjps = vjps.gradients, range(len(inputs))
         elif callable(vjps):  # a single VJP (a function, or an object with __call__)
             vjps = (vjps,)
         elif isinstance(vjps, JointVJP):  # a subclass (asked only here: it is no function)
-            vjps, joint = _joint_edges(vjps, inputs)
+            joint, vjps = vjps.gradients, range(len(inputs))
     edges = []
-    plain = True  # input i is edge i for every Tensor input (edges first, no constant Tensor)
+    plain = True  # input k is edge k for every Tensor input (edges first, no constant Tensor)
     gap = False
     for x, vjp in zip(inputs, vjps):
         if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
@@ -204,25 +230,41 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
             gap = True
             if isinstance(x, Tensor):
                 plain = False
-                if x.requires_grad and out.dtype.kind == "f":
+                if floating and x.requires_grad:
                     _refuse(name, params, inputs, vjps, x)
     if len(inputs) > len(vjps):  # inputs with no VJP at all (axis, keepdims, a mask, ...)
         for x in inputs[len(vjps):]:
             if isinstance(x, Tensor):
                 plain = False
-                if x.requires_grad and out.dtype.kind == "f":
+                if floating and x.requires_grad:
                     _refuse(name, params, inputs, vjps, x)
-    if not edges or out.dtype.kind != "f":  # only floating results carry a gradient
-        return _output(out, inputs, None)
-    cell = [0, 0] if out.base is None else _version_cell(out, inputs)
+    if not edges or not floating:
+        return None
     # In the plain case backward reaches each input's version cell through its edge's
-    # parent; otherwise the node lists every input's.
-    versions = None if plain else _edges_and_versions(inputs, vjps)[1]
-    node = Node(name, tuple(edges), out.shape, out.dtype, cell, versions)
-    if joint is not None:
-        node.joint = (joint, _needed(edges, max(len(inputs), len(params))))
-    return Tensor._make(out, node, cell)
+    # parent and the edge's position is the input's; otherwise the node lists both.
+    positions, constants = (None, ()) if plain else _positions_and_constants(inputs, vjps)
+    if joint is None:
+        return Node(name, tuple(edges), (), None, None, positions, constants)
+    needed = [False] * max(len(inputs), len(params))
+    for k in range(len(edges)):
+        needed[k if positions is None else positions[k]] = True
+    return Node(name, tuple((parent, None) for parent, _ in edges), (), None, None, positions,
+                constants, joint=Joint(joint, tuple(needed)))
 
+
+def _positions_and_constants(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, tuple]:
+    """Where the inputs with an edge stand among ``inputs``, and the Tensor inputs without
+    one (:class:`ConstantInput`), for an op whose edges are not simply its first inputs."""
+    positions = []
+    constants = []
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            continue
+        if i < len(vjps) and vjps[i] is not None and x.requires_grad:
+            positions.append(i)
+        else:
+            constants.append(ConstantInput(i, x._version, x.data.shape, x.data.dtype))
+    return tuple(positions), tuple(constants)
 
 def _refuse(name: str, params: Sequence[str], inputs: Sequence[Any], vjps: Sequence,
             x: Tensor) -> None:
@@ -232,30 +274,6 @@ def _refuse(name: str, params: Sequence[str], inputs: Sequence[Any], vjps: Seque
     param = params[i] if i < len(params) else f"input {i}"
     raise TypeError(f"{name} {param}: a Tensor that requires grad, but {name} has no "
                     f"gradient for {param}; pass {param}.detach() or a constant")
-
-
-def _edges_and_versions(inputs: Sequence[Any], vjps: Sequence, name: str = "",
-                        params: Sequence[str] = (), floating: bool = False) -> tuple[tuple, list]:
-    """The graph's edges ``(parent, vjp)``, and one entry per input for ``Node.versions``:
-    the version cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor
-    without one, None for anything else. With ``floating`` (an output carries a gradient),
-    a Tensor that requires grad but has no VJP is refused, as in ``record``."""
-    edges = []
-    versions = []
-    if len(vjps) > len(inputs):
-        vjps = vjps[:len(inputs)]
-    for x, vjp in zip_longest(inputs, vjps):  # the condition of record's loop, per input
-        if not isinstance(x, Tensor):
-            versions.append(None)
-        elif vjp is not None and x.requires_grad:
-            versions.append(x._version)
-            # the graph keeps the input's node, not the input tensor (and its array)
-            edges.append((x if x._node is None else x._node, vjp))
-        else:
-            if floating and x.requires_grad:
-                _refuse(name, params, inputs, vjps, x)
-            versions.append((x._version, x.data.shape, x.data.dtype))
-    return tuple(edges), tuple(versions)
 
 
 def _output(out: np.ndarray, inputs: Sequence[Any], node: Node | None) -> Tensor:
@@ -278,45 +296,6 @@ def _as_output(out: Any, name: str) -> np.ndarray:
         raise TypeError(f"op '{name}': its forward returned a list; expected an array, or a "
                         "tuple of arrays for an op with several outputs")
     return np.asarray(out)
-
-
-def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
-                    params: Sequence[str] = ()) -> tuple:
-    """Several outputs: one Node holds the VJPs (each gets a tuple of cotangents, zeros for
-    the outputs that did not reach the loss); each floating output gets a Node of its own
-    whose one edge leads there, marked by its position in ``outputs``."""
-    if not outs:
-        raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
-                         "or a tuple of at least one array")
-    outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
-    if not grad_mode.enabled:
-        return tuple(_output(o, inputs, None) for o in outs)
-    joint = None
-    if type(vjps) is JointVJP:
-        vjps, joint = _joint_edges(vjps, inputs)
-    elif callable(vjps):
-        vjps = (vjps,)
-    elif isinstance(vjps, JointVJP):  # a subclass
-        vjps, joint = _joint_edges(vjps, inputs)
-    floating = [o.dtype.kind == "f" for o in outs]
-    edges, versions = _edges_and_versions(inputs, vjps, name, params, any(floating))
-    if not edges or not any(floating):
-        return tuple(_output(o, inputs, None) for o in outs)
-    specs = tuple((o.shape, o.dtype) for o in outs)
-    node = Node(name, edges, tuple(s for s, _ in specs), tuple(d for _, d in specs), None,
-                versions, outputs=specs)
-    if joint is not None:
-        node.joint = (joint, _needed(edges, max(len(inputs), len(params))))
-    results = []
-    for k, (o, f) in enumerate(zip(outs, floating)):
-        if not f:
-            results.append(_output(o, inputs, None))
-            continue
-        cell = [0, 0] if o.base is None else _version_cell(o, inputs)
-        results.append(Tensor._make(o, Node(name, ((node, None),), o.shape, o.dtype, cell,
-                                            outputs=k), cell))
-    node.cell = tuple(t._version for t in results)
-    return tuple(results)
 
 
 def op(forward: Callable | None = None, *, name: str | None = None,

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from .gradmode import enable_grad, grad_mode, is_grad_enabled, no_grad  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
-__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "backward", "backward_many",
-           "unbroadcast", "note_write", "toposort", "grad_mode"]
+__all__ = ["Node", "ConstantInput", "Joint", "backward", "backward_many", "unbroadcast",
+           "note_write", "toposort", "input_position"]
 
 
 # Every in-place write through the Tensor API draws the next stamp from this counter and
@@ -40,35 +39,58 @@ def note_write(cell: list) -> None:
     cell[1] += 1
 
 
+class ConstantInput(NamedTuple):
+    """A Tensor input of a recorded op without an edge (it does not require grad, or the op
+    has no VJP for it): where it was, and what the check against in-place writes needs."""
+
+    position: int  # among the op's inputs
+    cell: list  # its version cell
+    shape: tuple
+    dtype: np.dtype
+
+
+class Joint(NamedTuple):
+    """The VJPs of an op's inputs as one function (a ``JointVJP``): ``gradients(g, needed)``
+    returns one gradient per positional parameter; ``needed[i]`` tells whether input i's
+    gradient reaches a leaf."""
+
+    gradients: Callable
+    needed: tuple
+
+
 class Node:
     """One recorded op: its name, its output's ``shape`` and ``dtype``, and the edges
-    ``((parent, vjp), ...)`` to the inputs needing grad (a Node, or a leaf Tensor).
+    ``((parent, vjp), ...)`` to the inputs needing grad, in input order. ``parent`` is the
+    input's Node, or the input Tensor itself for a leaf; ``vjp`` maps the output's gradient
+    to that input's, or is None where the node has no function per edge (``joint``, and the
+    node of one output of a multi-output op). ``positions`` is None when edge k is input k,
+    else the input position of each edge.
 
     For the check against in-place writes: ``cell`` is the version cell of the output (see
-    ``Tensor``), ``stamp`` the write stamp when the op ran (see ``note_write``), and
-    ``versions`` None when input i is edge i for every Tensor input (its cell is reached
-    through the parent; the other inputs are not Tensors), else one entry per input: the
-    cell of a Tensor with an edge, ``(cell, shape, dtype)`` of a Tensor without one (a
-    constant), None for anything else.
+    ``Tensor``), ``stamp`` the write stamp when the op ran (see ``note_write``); an edge's
+    input is checked through its parent's cell, and ``constants`` lists the Tensor inputs
+    without an edge (:class:`ConstantInput`).
 
-    An op with several outputs has one Node whose ``outputs`` is ``((shape, dtype), ...)``
-    (its ``shape``, ``dtype`` and ``cell`` are tuples too, one item per output); output k's
-    own Node has ``outputs = k`` and the one edge ``(that node, None)``.
+    An op with several outputs has one Node whose ``specs`` is ``((shape, dtype), ...)``, one
+    per output (its ``shape``, ``dtype`` and ``cell`` are tuples too, one item per output);
+    output k's own Node has ``index = k`` and the one edge ``(that node, None)``.
 
-    An op whose VJPs are one ``JointVJP`` has ``joint = (gradients, needed)`` and edges
-    ``(parent, i)``: input i's gradient is item i of ``gradients(g, needed)``.
+    An op whose VJPs are one ``JointVJP`` has ``joint``, a :class:`Joint`: edge k's gradient
+    is item ``positions[k]`` (or k) of ``joint.gradients(g, joint.needed)``.
 
     ``edges`` (and ``joint``) are set to None when the graph is released after ``backward``;
-    the VJP closures, and the arrays they saved, are freed with them. ``retained`` is a weak reference to the
-    tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or None.
+    the VJP closures, and the arrays they saved, are freed with them. ``retained`` is a weak
+    reference to the tensor whose ``.grad`` backward should fill (``Tensor.retain_grad``), or
+    None.
     """
 
-    __slots__ = ("op", "edges", "shape", "dtype", "retained", "cell", "stamp", "versions",
-                 "outputs", "joint")
+    __slots__ = ("op", "edges", "shape", "dtype", "retained", "cell", "stamp", "positions",
+                 "constants", "specs", "index", "joint")
 
     def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype,
-                 cell: list | tuple | None = None, versions: tuple | None = None,
-                 outputs: tuple | int | None = None) -> None:
+                 cell: list | tuple | None = None, positions: tuple | None = None,
+                 constants: tuple = (), specs: tuple | None = None,
+                 index: int | None = None, joint: Joint | None = None) -> None:
         self.op = op
         self.edges = edges
         self.shape = shape
@@ -76,9 +98,11 @@ class Node:
         self.retained: weakref.ref | None = None
         self.cell = cell
         self.stamp = _stamp[0]
-        self.versions = versions
-        self.outputs = outputs
-        self.joint = None
+        self.positions = positions
+        self.constants = constants
+        self.specs = specs
+        self.index = index
+        self.joint = joint
 
 
 def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
@@ -139,32 +163,29 @@ def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
 
 def _check_versions(node: Node) -> None:
     """Raise if an input or output of ``node`` was written in place after it was recorded."""
-    outputs = node.outputs
-    if type(outputs) is int:  # one output of a multi-output op: its op's node checks it
+    if node.index is not None:  # one output of a multi-output op: its op's node checks it
         return
     stamp = node.stamp
-    cells = (node.cell,) if outputs is None else node.cell
+    specs = node.specs
+    cells = (node.cell,) if specs is None else node.cell
     for k, cell in enumerate(cells):
         if cell is not None and cell[0] > stamp:
-            shape, dtype = (node.shape, node.dtype) if outputs is None else outputs[k]
-            raise _modified(node, "its output" if outputs is None else f"its output {k}",
+            shape, dtype = (node.shape, node.dtype) if specs is None else specs[k]
+            raise _modified(node, "its output" if specs is None else f"its output {k}",
                             shape, dtype, cell)
-    if node.versions is None:  # input i is edge i
-        for i, (parent, _) in enumerate(node.edges):
-            cell = parent.cell if type(parent) is Node else parent._version
-            if cell[0] > stamp:
-                raise _modified(node, f"input {i}", *_shape_of(parent), cell)
-        return
-    edge = 0
-    for i, entry in enumerate(node.versions):
-        if entry is None:
-            continue
-        if type(entry) is list:  # an input with an edge: the parent has its shape
-            if entry[0] > stamp:
-                raise _modified(node, f"input {i}", *_shape_of(node.edges[edge][0]), entry)
-            edge += 1
-        elif entry[0][0] > stamp:
-            raise _modified(node, f"input {i}", entry[1], entry[2], entry[0])
+    for k, (parent, _) in enumerate(node.edges):
+        cell = parent.cell if type(parent) is Node else parent._version
+        if cell[0] > stamp:
+            raise _modified(node, f"input {input_position(node, k)}", *_shape_of(parent), cell)
+    for constant in node.constants:
+        if constant.cell[0] > stamp:
+            raise _modified(node, f"input {constant.position}", constant.shape, constant.dtype,
+                            constant.cell)
+
+
+def input_position(node: Node, edge: int) -> int:
+    """The position among ``node``'s op's inputs of the input of edge ``edge``."""
+    return edge if node.positions is None else node.positions[edge]
 
 
 def _shape_of(parent) -> tuple:
@@ -233,27 +254,30 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
             t = node.retained()
             if t is not None:
                 _accumulate_leaf(t, g, owned=False)
-        outputs = node.outputs
-        if outputs is not None:
-            if type(outputs) is int:  # output k of a multi-output op: hand g to its node
-                multi = node.edges[0][0]
-                slots = grads.get(multi)
-                if slots is None:
-                    slots = grads[multi] = [None] * len(multi.outputs)
-                slots[outputs] = g  # every node runs once, so each slot is filled once
-                if not retain_graph:
-                    node.edges = None
-                continue
+        index = node.index
+        if index is not None:  # output ``index`` of a multi-output op: hand g to its node
+            multi = node.edges[0][0]
+            slots = grads.get(multi)
+            if slots is None:
+                slots = grads[multi] = [None] * len(multi.specs)
+            slots[index] = g  # every node runs once, so each slot is filled once
+            if not retain_graph:
+                node.edges = None
+            continue
+        specs = node.specs
+        if specs is not None:
             g = tuple(np.zeros(shape, dtype) if gk is None else gk
-                      for gk, (shape, dtype) in zip(g, outputs))
+                      for gk, (shape, dtype) in zip(g, specs))
         joint = node.joint
         if joint is not None:
             results = _joint_results(node, g)
+            positions = node.positions
         for k, (parent, vjp) in enumerate(node.edges):
             if joint is None:
                 gp = vjp(g)
             else:  # (the list lets go of it: the array may become a gradient buffer)
-                gp, results[vjp] = results[vjp], None
+                i = k if positions is None else positions[k]
+                gp, results[i] = results[i], None
             leaf = type(parent) is not Node
             if leaf:
                 shape, dtype = parent.data.shape, parent.data.dtype
@@ -344,10 +368,7 @@ _ADOPT = _adoption_works()
 def _bad_vjp_result(node: Node, edge: int, gp: object) -> TypeError:
     """The error for a VJP that returned something other than a real array, naming the op
     and the input (edge ``edge`` is input ``i``: constants before it have no edge)."""
-    i = edge
-    if node.versions is not None:
-        with_edge = [i for i, entry in enumerate(node.versions) if type(entry) is list]
-        i = with_edge[edge] if edge < len(with_edge) else edge
+    i = input_position(node, edge)
     got = f"an array of dtype {gp.dtype}" if isinstance(gp, (np.ndarray, np.generic)) else \
         "None" if gp is None else f"a {type(gp).__name__}"
     return TypeError(

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import graph
+from .gradmode import is_grad_enabled
 from .tensor import Tensor
 
 __all__ = ["setitem", "update"]
@@ -22,7 +23,7 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     """``t[index] = value``: NumPy's assignment into ``t.data`` (values cast to t's dtype);
     bumps the version."""
     what = f"t[index] = value on a tensor of shape {t.shape}"
-    if graph.is_grad_enabled():
+    if is_grad_enabled():
         _check_unrecorded_write(t, what)
         if isinstance(value, Tensor) and value.requires_grad:
             raise RuntimeError(
@@ -44,7 +45,7 @@ def update(t: Tensor, other: Any, ufunc: np.ufunc, symbol: str, op: Callable) ->
     """``t <symbol> other`` in place (NumPy's same-kind casting into t's dtype), or, where
     the result must be recorded, ``op(t, other)`` out of place (the caller rebinds its name)."""
     what = f"t {symbol} value on a tensor of shape {t.shape}"
-    if graph.is_grad_enabled() and (t.requires_grad or (
+    if is_grad_enabled() and (t.requires_grad or (
             isinstance(other, Tensor) and other.requires_grad)):
         if t._node is None and t.requires_grad:
             _check_unrecorded_write(t, what)  # a leaf: refused, as in PyTorch

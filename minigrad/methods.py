@@ -1,21 +1,95 @@
-"""The NumPy-named methods of a Tensor: ``t.sum(axis)``, ``t.cumsum()``, ``t.sin()``, ...
+"""The methods that make a Tensor behave as an array: its operators (``t + u``, ``t @ w``,
+``t < u``), indexing (``t[i]``, ``t[i] = v``), in-place operators (``t += u``) and NumPy-named
+methods (``t.sum(axis)``, ``t.cumsum()``, ``t.sin()``, ...).
 
-Each is one line that calls the op of the same name in ``minigrad.ops``, with NumPy's
+Each is one line that calls the op of the same meaning in ``minigrad.ops``, with NumPy's
 signature (``ndarray.sum(axis=None, ...)``, ``ndarray.repeat(repeats, axis=None)``); where
 ndarray has no such method, PyTorch's name (``flip``, ``roll``, ``tril``, ``logcumsumexp``).
 NumPy's second positional parameter of a reduction is dtype/out, which these do not take:
 ``keepdims`` and ``ddof`` are keyword-only, so ``t.sum(0, True)`` fails loudly rather than
 meaning another thing. ``argmax``, ``argmin``, ``any`` and ``all`` return plain arrays.
+
+They are defined on :class:`TensorMethods` and copied onto :class:`minigrad.Tensor` when this
+module is imported (``minigrad/__init__.py`` does it first): the ops need ``Tensor``, so
+``Tensor``'s own module, in the core, cannot import them.
 """
 from __future__ import annotations
 
-__all__ = ["ArrayMethods"]
+from typing import Any
+
+import numpy as np
+
+from . import inplace
+from . import ops as _ops
+from .tensor import Tensor
+
+__all__ = ["TensorMethods"]
+
+_ARRAY_LIKE = (Tensor, np.ndarray, np.generic, int, float, list, tuple)  # bool is an int
 
 
-class ArrayMethods:
-    """Mixed into :class:`minigrad.Tensor`; every method forwards to ``minigrad.ops``."""
+def _array_like(x: Any) -> bool:
+    return isinstance(x, _ARRAY_LIKE)
 
-    __slots__ = ()
+
+class TensorMethods:
+    """The array methods of :class:`minigrad.Tensor` (copied onto it below); every one
+    forwards to ``minigrad.ops``."""
+
+    # ---- operators
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(other, self)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.sub(other, self)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(other, self)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(other, self)
+    def __pow__(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(other, self)
+    def __mod__(self, other): return _ops.mod(self, other)
+    def __rmod__(self, other): return _ops.mod(other, self)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __neg__(self): return _ops.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ops.abs(self)
+    def __getitem__(self, index): return _ops.getitem(self, index)
+
+    # ---- in-place writes (Tensor's docstring says when each is allowed; minigrad/inplace.py)
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value``: NumPy's assignment into ``data`` (values cast to t's dtype);
+        bumps the version."""
+        inplace.setitem(self, index, value)
+
+    # ``t += v``: NumPy's same-kind casting into t's dtype, or, where the result must be
+    # recorded, the op out of place (the name is rebound to its result)
+    def __iadd__(self, other): return inplace.update(self, other, np.add, "+=", _ops.add)
+    def __isub__(self, other): return inplace.update(self, other, np.subtract, "-=", _ops.sub)
+    def __imul__(self, other): return inplace.update(self, other, np.multiply, "*=", _ops.mul)
+    def __itruediv__(self, other):
+        return inplace.update(self, other, np.true_divide, "/=", _ops.div)
+    def __ipow__(self, other): return inplace.update(self, other, np.power, "**=", _ops.pow)
+    def __imod__(self, other): return inplace.update(self, other, np.remainder, "%=", _ops.mod)
+    def __imatmul__(self, other): return inplace.update(self, other, np.matmul, "@=", _ops.matmul)
+
+    # Comparisons give bool tensors and are not differentiable.
+    def __lt__(self, other): return _ops.less(self, other)
+    def __le__(self, other): return _ops.less_equal(self, other)
+    def __gt__(self, other): return _ops.greater(self, other)
+    def __ge__(self, other): return _ops.greater_equal(self, other)
+    # Equality with something that is not array-like (None, a string, any object) is Python's
+    # identity, as in PyTorch: ``t == None`` is False and ``t in [None, t]`` works.
+    def __eq__(self, other):
+        return _ops.equal(self, other) if _array_like(other) else NotImplemented
+
+    def __ne__(self, other):
+        return _ops.not_equal(self, other) if _array_like(other) else NotImplemented
+
+    @property
+    def T(self) -> Tensor:
+        """Axes reversed, as ``ndarray.T``."""
+        return _ops.transpose(self, None)
 
     # ---- reductions and scans
     def sum(self, axis=None, *, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
@@ -101,4 +175,9 @@ class ArrayMethods:
     def take_along_axis(self, indices, axis): return _ops.take_along_axis(self, indices, axis)
 
 
-from . import ops as _ops  # noqa: E402  (the ops need Tensor, which needs these methods)
+# (defining __eq__ gave TensorMethods __hash__ = None: Tensor keeps hashing by identity)
+_CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                     "__hash__"}
+for _name, _method in vars(TensorMethods).items():
+    if _name not in _CLASS_ATTRIBUTES:
+        setattr(Tensor, _name, _method)

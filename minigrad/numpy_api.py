@@ -358,3 +358,23 @@ def to_array(t: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarr
                              f"holds {data.dtype}, and a cast needs a copy")
         return data.astype(dtype)
     return data.copy() if copy else data
+
+
+# NumPy's protocols on Tensor, attached here (the bridge sits above the ops it dispatches to):
+# np.exp(t), np.sum(t), ndarray <op> Tensor record the op; other NumPy functions refuse by
+# name; a Tensor that requires grad never becomes an ndarray.
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return array_function(func, types, args, kwargs)
+
+
+def _array(self, dtype=None, copy=None):
+    return to_array(self, dtype, copy)
+
+
+Tensor.__array_ufunc__ = _array_ufunc
+Tensor.__array_function__ = _array_function
+Tensor.__array__ = _array

@@ -12,12 +12,11 @@ from . import graph
 from .arrays import as_data, check_dtype
 from .checks import boolean
 from .graph import Node
-from .methods import ArrayMethods
 
 __all__ = ["Tensor", "tensor", "as_tensor"]
 
 
-class Tensor(ArrayMethods):
+class Tensor:
     """An n-dimensional array that records the ops applied to it, for reverse-mode autodiff.
 
     ``Tensor(data)`` wraps ``np.asarray(data)`` without copying it (as ``np.asarray`` and
@@ -56,25 +55,14 @@ class Tensor(ArrayMethods):
                                                 out of place as ``t = t + v`` (a new
                                                 tensor; the old one is left as it was)
     ==========================================  ==========================================
+
+    Its arithmetic and comparison operators, indexing, in-place operators and NumPy-named
+    methods (``t + u``, ``t[i]``, ``t += u``, ``t.sum()``) are ops, attached to the class by
+    ``minigrad/methods.py``; NumPy's protocols (``np.exp(t)``) by ``minigrad/numpy_api.py``.
+    Both sit above the ops, which need this class: so the core never imports an op.
     """
 
     __slots__ = ("data", "grad", "requires_grad", "_node", "_version", "__weakref__")
-
-    # ---- NumPy's protocols (NEP 13, NEP 18; handled in minigrad/numpy_api.py) ----------
-    # np.exp(t), np.sum(t), ndarray <op> Tensor record the op; other NumPy functions refuse
-    # by name; a Tensor that requires grad never becomes an ndarray. (Imported on use: the
-    # module imports the ops, which need Tensor defined first.)
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from . import numpy_api
-        return numpy_api.array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from . import numpy_api
-        return numpy_api.array_function(func, types, args, kwargs)
-
-    def __array__(self, dtype=None, copy=None):
-        from . import numpy_api
-        return numpy_api.to_array(self, dtype, copy)
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
         original = data if isinstance(data, Tensor) else None
@@ -281,69 +269,6 @@ class Tensor(ArrayMethods):
                 g = g.astype(self.dtype)
         graph.backward(self, g, retain_graph=retain_graph)
 
-    # ---- operators (each defers to an op in minigrad.ops) -----------------------------
-    def __add__(self, other): return _ops.add(self, other)
-    def __radd__(self, other): return _ops.add(other, self)
-    def __sub__(self, other): return _ops.sub(self, other)
-    def __rsub__(self, other): return _ops.sub(other, self)
-    def __mul__(self, other): return _ops.mul(self, other)
-    def __rmul__(self, other): return _ops.mul(other, self)
-    def __truediv__(self, other): return _ops.div(self, other)
-    def __rtruediv__(self, other): return _ops.div(other, self)
-    def __pow__(self, other): return _ops.pow(self, other)
-    def __rpow__(self, other): return _ops.pow(other, self)
-    def __mod__(self, other): return _ops.mod(self, other)
-    def __rmod__(self, other): return _ops.mod(other, self)
-    def __matmul__(self, other): return _ops.matmul(self, other)
-    def __rmatmul__(self, other): return _ops.matmul(other, self)
-    def __neg__(self): return _ops.neg(self)
-    def __pos__(self): return self
-    def __abs__(self): return _ops.abs(self)
-    def __getitem__(self, index): return _ops.getitem(self, index)
-
-    # ---- in-place writes (see the class docstring for when each is allowed) ----------------
-    def __setitem__(self, index: Any, value: Any) -> None:
-        """``t[index] = value``: NumPy's assignment into ``data`` (values cast to t's dtype);
-        bumps the version."""
-        inplace.setitem(self, index, value)
-
-    # ``t += v``: NumPy's same-kind casting into t's dtype, or, where the result must be
-    # recorded, the op out of place (the name is rebound to its result)
-    def __iadd__(self, other): return inplace.update(self, other, np.add, "+=", _ops.add)
-    def __isub__(self, other): return inplace.update(self, other, np.subtract, "-=", _ops.sub)
-    def __imul__(self, other): return inplace.update(self, other, np.multiply, "*=", _ops.mul)
-    def __itruediv__(self, other):
-        return inplace.update(self, other, np.true_divide, "/=", _ops.div)
-    def __ipow__(self, other): return inplace.update(self, other, np.power, "**=", _ops.pow)
-    def __imod__(self, other): return inplace.update(self, other, np.remainder, "%=", _ops.mod)
-    def __imatmul__(self, other): return inplace.update(self, other, np.matmul, "@=", _ops.matmul)
-
-
-    # Comparisons give bool tensors and are not differentiable.
-    def __lt__(self, other): return _ops.less(self, other)
-    def __le__(self, other): return _ops.less_equal(self, other)
-    def __gt__(self, other): return _ops.greater(self, other)
-    def __ge__(self, other): return _ops.greater_equal(self, other)
-    # Equality with something that is not array-like (None, a string, any object) is Python's
-    # identity, as in PyTorch: ``t == None`` is False and ``t in [None, t]`` works.
-    def __eq__(self, other):
-        return _ops.equal(self, other) if _array_like(other) else NotImplemented
-
-    def __ne__(self, other):
-        return _ops.not_equal(self, other) if _array_like(other) else NotImplemented
-
-    @property
-    def T(self) -> Tensor:
-        """Axes reversed, as ``ndarray.T``."""
-        return _ops.transpose(self, None)
-
-
-_ARRAY_LIKE = (Tensor, np.ndarray, np.generic, int, float, list, tuple)  # bool is an int
-
-
-def _array_like(x: Any) -> bool:
-    return isinstance(x, _ARRAY_LIKE)
-
 
 class _GradRequired(RuntimeError, ValueError):
     """backward() of a many-element tensor without ``grad``: a missing argument (ValueError),
@@ -362,7 +287,3 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
 def as_tensor(x: Any) -> Tensor:
     """``x`` itself if it is a Tensor, else a Tensor wrapping ``np.asarray(x)`` (no copy)."""
     return x if isinstance(x, Tensor) else Tensor(x)
-
-
-from . import inplace  # noqa: E402  (both need Tensor defined first)
-from . import ops as _ops  # noqa: E402

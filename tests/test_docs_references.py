@@ -235,8 +235,6 @@ def name_problems(page: Path, text: str) -> list[str]:
 # Old homes that still resolve (a compatibility re-export, or a file that stayed for another
 # job) but that the docs must no longer cite: old reference -> where it lives now.
 RETIRED = {
-    "minigrad/schedules.py": "minigrad/optim/schedules.py",
-    "minigrad.schedules": "minigrad.optim.schedules",
     "tests/minigrad/conftest.py": "tests/minigrad/op_cases/ (the op case table)",
 }
 RETIRED_TOKEN = re.compile(

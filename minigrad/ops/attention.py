@@ -17,11 +17,12 @@ import numpy as np
 from typing import Any
 
 from ..checks import boolean, real
-from ..parallel import BLAS_THREADED_FLOPS, for_each_block, one_blas_thread
+from ..runtime.blas import one_blas_thread
+from ..runtime.parallel import BLAS_THREADED_FLOPS, for_each_block
 from ..defop import op
 from ..tensor import Tensor
 from .bounds import check_output, elements
-from .rowwise import row_max, row_sum
+from ..runtime.rowwise import row_max, row_sum
 
 __all__ = ["self_attention", "attention_weights", "scaled_dot_product_attention"]
 

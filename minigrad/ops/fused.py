@@ -12,7 +12,7 @@ import numpy as np
 
 from ..checks import real
 from ..defop import as_floating, op
-from .rowwise import as_rows, map_rows, row_max, row_sum
+from ..runtime.rowwise import as_rows, map_rows, row_max, row_sum
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh", "log_softmax_array"]
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..parallel import BLAS_THREADED_FLOPS, for_each_part
+from ..runtime.parallel import BLAS_THREADED_FLOPS, for_each_part
 from ..defop import op
 
 __all__ = ["matmul", "linear"]

@@ -182,7 +182,7 @@ def test_float16_input_to_vit_block():
 POISONED_STEPS = """
 import numpy as np
 from minigrad import F, Tensor
-from minigrad.heap import keep_heap
+from minigrad.runtime.heap import keep_heap
 from vit import TinyViT
 assert keep_heap()  # freed memory stays in the process, so np.empty hands it out again
 snan32 = np.array([0x7FA00001], dtype=np.uint32).view(np.float32)[0]

@@ -1,6 +1,6 @@
 """Training in threads: results do not depend on which thread trains.
 
-minigrad holds BLAS to one thread inside its kernels (``minigrad.parallel.one_blas_thread``),
+minigrad holds BLAS to one thread inside its kernels (``minigrad.runtime.blas.one_blas_thread``),
 and that must hold in every thread, not only in the first one that asked: NumPy's OpenBLAS
 (pthreads) has one thread count for the whole process, and threadpoolctl silently ignores
 ``set_num_threads`` from any thread but the first to call it. Two trainers in two threads must
@@ -20,7 +20,8 @@ import time
 import numpy as np
 import pytest
 
-from minigrad import F, Tensor, parallel
+from minigrad import F, Tensor
+from minigrad.runtime import blas, parallel
 from minigrad.optim import AdamW
 from vit.model.tinyvit import TinyViT
 
@@ -40,7 +41,7 @@ def blas_two_threads():
     if not blas_counts():
         pytest.skip("no BLAS library that threadpoolctl can control")
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        with parallel.one_blas_thread():  # the main thread limits first, as a training run would
+        with blas.one_blas_thread():  # the main thread limits first, as a training run would
             pass
         yield
 
@@ -64,7 +65,7 @@ def in_thread(fn, *args):
 
 def test_blas_is_held_to_one_thread_in_any_thread(blas_two_threads):
     def inside():
-        with parallel.one_blas_thread():
+        with blas.one_blas_thread():
             return blas_counts()
 
     assert inside() == [1] * len(blas_counts())  # in the main thread
@@ -76,7 +77,7 @@ def test_two_threads_inside_at_once_then_restored(blas_two_threads):
     inside, leave, seen = threading.Barrier(2), threading.Event(), []
 
     def hold(first):
-        with parallel.one_blas_thread():
+        with blas.one_blas_thread():
             inside.wait()
             if first:
                 leave.wait()  # the other thread leaves first: still one thread for this one
@@ -199,27 +200,27 @@ def test_blas_threads_sets_the_count_outside_and_one_blas_thread_still_wins():
     if not blas_counts():
         pytest.skip("no BLAS library that threadpoolctl can control")
     before = blas_counts()
-    with parallel.blas_threads(2):
+    with blas.blas_threads(2):
         assert in_thread(blas_counts) == [2] * len(before)
-        with parallel.one_blas_thread():
+        with blas.one_blas_thread():
             assert in_thread(blas_counts) == [1] * len(before)
-            with parallel.blas_threads(2):  # asked for inside: applies once the block is left
+            with blas.blas_threads(2):  # asked for inside: applies once the block is left
                 assert blas_counts() == [1] * len(before)
             assert blas_counts() == [1] * len(before)
         assert blas_counts() == [2] * len(before)
     assert blas_counts() == before
     for bad in (0, -1):
         with pytest.raises(ValueError, match="blas_threads n"):
-            parallel.blas_threads(bad)
+            blas.blas_threads(bad)
     for bad in (1.5, True, "2"):  # wrong types: TypeError since minigrad.checks (ValueError before)
         with pytest.raises(TypeError, match="blas_threads n"):
-            parallel.blas_threads(bad)
+            blas.blas_threads(bad)
 
 
 # ---- MINIGRAD_NUM_THREADS ------------------------------------------------------------------
 def import_with(value: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": ROOT, "MINIGRAD_NUM_THREADS": value}
-    code = "import minigrad.parallel as b; print(b.get_num_threads(), b.MAX_THREADS, b._cores())"
+    code = "import minigrad.runtime.parallel as b; print(b.get_num_threads(), b.MAX_THREADS, b._cores())"
     return subprocess.run([sys.executable, "-W", "default", "-c", code], env=env,
                           capture_output=True, text=True, timeout=60)
 

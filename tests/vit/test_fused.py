@@ -27,9 +27,9 @@ import pytest
 
 import minigrad as mg
 from minigrad import F, Tensor
-from minigrad.blas import blas_threads
-from minigrad.parallel import BLAS_THREADED_FLOPS
-from minigrad.summary import graph_summary
+from minigrad.runtime.blas import blas_threads
+from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
+from minigrad.tools.summary import graph_summary
 from ulps import assert_close_ulps
 from vit.cli.attention_maps import token_attention_weights
 from vit.model import fused as fused_stages

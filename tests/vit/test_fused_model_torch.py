@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from minigrad import Tensor
-from minigrad.summary import graph_summary
+from minigrad.tools.summary import graph_summary
 from vit import TinyViT
 
 torch = pytest.importorskip("torch")

@@ -15,8 +15,8 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import F, Tensor
-from minigrad.blas import blas_threads
-from minigrad.heap import keep_heap
+from minigrad.runtime.blas import blas_threads
+from minigrad.runtime.heap import keep_heap
 
 from ..model.config import MAX_DEPTH, MAX_PARAMETERS, limits
 from ..model.losses import mixup

@@ -30,8 +30,8 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor, record
-from minigrad.parallel import BLAS_THREADED_FLOPS
-from minigrad.blas import one_blas_thread
+from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
+from minigrad.runtime.blas import one_blas_thread
 
 from .config import LN_EPS
 from .manual import (block_backward, block_forward, embed_backward, embed_forward, head_backward,

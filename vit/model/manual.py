@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from minigrad.ops.rowwise import column_sum, row_sum
+from minigrad.runtime.rowwise import column_sum, row_sum
 
 from .config import BLOCK_PARAMS, GELU_C, GELU_K, LN_EPS, MAX_DEPTH, block_prefixes
 from .manual_attention import attention_backward, attention_forward

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from minigrad.ops.rowwise import row_max, row_sum
+from minigrad.runtime.rowwise import row_max, row_sum
 
 __all__ = ["attention_forward", "attention_backward"]
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import F, checks, parallel
-from minigrad.heap import keep_heap
+from minigrad import F, checks
+from minigrad.runtime import parallel
+from minigrad.runtime.heap import keep_heap
 
 
 def test_real_with_finite_false_passes_infinities_and_nan_through():

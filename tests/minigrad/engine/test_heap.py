@@ -1,4 +1,4 @@
-"""minigrad.heap.keep_heap: glibc's malloc keeps freed memory; bad arguments are refused."""
+"""minigrad.runtime.heap.keep_heap: glibc's malloc keeps freed memory; bad arguments are refused."""
 from __future__ import annotations
 
 import subprocess
@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from minigrad.heap import keep_heap
+from minigrad.runtime.heap import keep_heap
 
 CHILD = """
 import resource, sys
 import numpy as np
-from minigrad.heap import keep_heap
+from minigrad.runtime.heap import keep_heap
 if sys.argv[1] == "keep":
     assert keep_heap()
 def step():

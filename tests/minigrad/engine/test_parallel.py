@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import F, parallel
+from minigrad import F
+from minigrad.runtime import blas, parallel
 
 
 @pytest.fixture
@@ -209,14 +210,14 @@ def _blas_threads():
 def test_one_blas_thread_limits_inside_and_restores_after(threads):
     pytest.importorskip("threadpoolctl")
     before = _blas_threads()
-    with parallel.one_blas_thread():
+    with blas.one_blas_thread():
         assert all(n == 1 for n in _blas_threads())
-        with parallel.one_blas_thread():  # re-entrant
+        with blas.one_blas_thread():  # re-entrant
             assert all(n == 1 for n in _blas_threads())
         assert all(n == 1 for n in _blas_threads())
     assert _blas_threads() == before
     with pytest.raises(RuntimeError):  # restored on an exception too
-        with parallel.one_blas_thread():
+        with blas.one_blas_thread():
             raise RuntimeError
     assert _blas_threads() == before
 
@@ -283,7 +284,7 @@ def test_a_child_forked_inside_one_blas_thread_gets_its_blas_threads_back():
     entered, release = threading.Event(), threading.Event()
 
     def hold():
-        with parallel.one_blas_thread():
+        with blas.one_blas_thread():
             entered.set()
             release.wait()
 

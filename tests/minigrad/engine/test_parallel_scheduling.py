@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import F, parallel
+from minigrad import F
+from minigrad.runtime import parallel
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import F, parallel
+from minigrad import F
+from minigrad.runtime import parallel
 from minigrad.ops.attention import attention_weights
 
 rng = np.random.default_rng(3234)

@@ -1,8 +1,8 @@
-"""minigrad.ops.rowwise: the row helpers and map_rows, the scaffold of the fused kernels."""
+"""minigrad.runtime.rowwise: the row helpers and map_rows, the scaffold of the fused kernels."""
 import numpy as np
 import pytest
 
-from minigrad import parallel
+from minigrad.runtime import parallel
 from minigrad.ops import fused, rowwise
 
 

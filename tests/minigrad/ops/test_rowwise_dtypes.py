@@ -1,4 +1,4 @@
-"""minigrad.ops.rowwise.row_sum / column_sum on bool, integer and float16 arrays.
+"""minigrad.runtime.rowwise.row_sum / column_sum on bool, integer and float16 arrays.
 
 A product with a vector of ones is a sum of floats, but not of bools (a logical OR) or
 small integers (it wraps at int8's width): those must give NumPy's own sum

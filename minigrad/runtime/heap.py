@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-from .checks import integer
+from ..checks import integer
 
 __all__ = ["keep_heap"]
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import toposort
-from .tensor import Tensor
+from ..graph import toposort
+from ..tensor import Tensor
 
 __all__ = ["graph_summary", "GraphSummary"]
 
@@ -22,8 +22,8 @@ def _saved_arrays(node) -> dict:
     """
     found, seen = {}, set()
     stack = [vjp for _, vjp in node.edges or ()]
-    if node.joint is not None:  # (its edges hold input positions, the function is here)
-        stack.append(node.joint[0])
+    if node.joint is not None:  # (its edges hold no function: the joint one is here)
+        stack.append(node.joint.gradients)
     while stack:
         obj = stack.pop()
         if id(obj) in seen:
@@ -99,7 +99,7 @@ def graph_summary(t: Tensor) -> GraphSummary:
         return GraphSummary([], 0)
     rows, everything = [], {}
     for node in toposort(t._node, released_ok=True):
-        if type(node.outputs) is int:  # one output of a multi-output op: listed with the op
+        if node.index is not None:  # one output of a multi-output op: listed with the op
             continue
         saved = _saved_arrays(node)
         everything.update(saved)

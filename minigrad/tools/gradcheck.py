@@ -25,9 +25,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .checks import positive_int, real
-from .graph import Node, toposort, backward_many, no_grad
-from .tensor import Tensor
+from ..checks import positive_int, real
+from ..gradmode import no_grad
+from ..graph import Node, backward_many, toposort
+from ..tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
            "TaylorReport"]

@@ -4,7 +4,7 @@ BLAS libraries run their own thread pools. Their threads keep spinning for a whi
 product, and a spinning BLAS thread competes for a core with the block pool's threads
 (measured in docs/performance.md, "The measurements behind the engine's constants"). So
 while minigrad's kernels run, BLAS is held to one thread (:class:`one_blas_thread`) and
-``minigrad.parallel`` does the splitting; :class:`blas_threads` is the one way to change the
+``minigrad.runtime.parallel`` does the splitting; :class:`blas_threads` is the one way to change the
 count outside those sections.
 
 NumPy's OpenBLAS (pthreads build) keeps one count for the whole process, which
@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Callable
 
-from .checks import positive_int
+from ..checks import positive_int
 
 __all__ = ["one_blas_thread", "blas_threads", "limit_pool_thread"]
 

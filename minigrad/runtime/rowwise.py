@@ -4,7 +4,7 @@ fast sums and maxima along rows, and the one scaffold that runs a kernel over bl
 The fused ops (softmax, layer_norm, gelu_tanh in ``fused.py``, attention's softmax in
 ``attention.py``) treat their input as a stack of independent rows. :func:`map_rows` owns
 what they share: allocate the result, run the kernel over cache-sized blocks of rows on
-every core (``minigrad.parallel.for_each_block``), hand back the result in the input's
+every core (``minigrad.runtime.parallel.for_each_block``), hand back the result in the input's
 shape. The kernel itself is plain NumPy arithmetic on one block.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import parallel
+from . import parallel
 
 __all__ = ["as_rows", "matrix", "map_rows", "row_sum", "row_max", "column_sum"]
 

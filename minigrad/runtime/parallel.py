@@ -7,7 +7,7 @@ inside its loops, so blocks handed to a few threads run in parallel. Large matri
 are cut into parts the same way. Blocks and parts depend only on the array's shape, never on
 the thread count, so results are bit-identical whatever the number of threads (BLAS itself
 can return different last bits for a row depending on which rows share its call). While
-the pool runs, BLAS is held to one thread (``minigrad.blas``, re-exported here).
+the pool runs, BLAS is held to one thread (``minigrad.runtime.blas``, re-exported here).
 """
 from __future__ import annotations
 
@@ -20,11 +20,10 @@ from typing import Callable
 
 import numpy as np
 
-from .blas import blas_threads, limit_pool_thread, one_blas_thread
-from .checks import integer
+from ..checks import integer
+from .blas import limit_pool_thread, one_blas_thread
 
-__all__ = ["for_each_block", "for_each_part", "one_blas_thread", "blas_threads",
-           "set_num_threads", "get_num_threads"]
+__all__ = ["for_each_block", "for_each_part", "set_num_threads", "get_num_threads"]
 
 # The constants below were chosen by measurement: docs/performance.md, "The measurements
 # behind the engine's constants".
@@ -115,7 +114,7 @@ def _get_pool() -> ThreadPoolExecutor:
 
 def _forget_pool_after_fork() -> None:
     """A forked child inherits the pool object but not its threads: start afresh (the BLAS
-    state is reset by ``minigrad.blas``'s own handler)."""
+    state is reset by ``minigrad.runtime.blas``'s own handler)."""
     global _pool, _lock
     _pool = None
     _lock = threading.Lock()
