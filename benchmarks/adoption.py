@@ -2,7 +2,7 @@
 
 The sweep adopts a VJP result that nothing else references as the gradient buffer (a leaf's
 ``.grad``, or the running sum of a node's gradient) instead of copying it
-(``minigrad.graph._unshared``). This script times the minigrad float32 step of
+(``minigrad.gradients.unshared``, as the sweep in ``minigrad.graph`` calls it). This script times the minigrad float32 step of
 ``train_step.py``'s configs with adoption on and off, interleaved round by round, and
 measures the peak memory of one step each way (tracemalloc). Usage::
 
@@ -21,15 +21,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_step  # noqa: E402
 from train_step import CONFIGS, build, peak_memory  # noqa: E402
 
-from minigrad import graph  # noqa: E402
+from minigrad import gradients, graph  # noqa: E402
 from minigrad.runtime.heap import keep_heap  # noqa: E402
 
 
 def adopted_per_step(step) -> tuple[int, int, int]:
-    """(arrays adopted, their bytes, edges asked) in one step: ``graph._unshared`` swapped for
+    """(arrays adopted, their bytes, edges asked) in one step: ``graph.unshared`` swapped for
     a counting copy of itself (same test, same call depth, so the same reference count)."""
     seen = [0, 0, 0]
-    original = graph._unshared
+    original = graph.unshared
 
     def counting(a):
         ok = (type(a) is np.ndarray and a.base is None
@@ -40,11 +40,11 @@ def adopted_per_step(step) -> tuple[int, int, int]:
             seen[1] += a.nbytes
         return ok
 
-    graph._unshared = counting
+    graph.unshared = counting
     try:
         step()
     finally:
-        graph._unshared = original
+        graph.unshared = original
     return tuple(seen)
 
 
@@ -52,7 +52,7 @@ def copy_cost(step, repeats: int = 30) -> float:
     """Seconds that copying every adopted array of one step takes (min over ``repeats``):
     what the sweep would spend without adoption, allocation included."""
     arrays = []
-    original = graph._unshared
+    original = graph.unshared
 
     def keeping(a):
         ok = (type(a) is np.ndarray and a.base is None
@@ -61,11 +61,11 @@ def copy_cost(step, repeats: int = 30) -> float:
             arrays.append(np.empty_like(a))  # same shape and dtype, not the array itself
         return ok
 
-    graph._unshared = keeping
+    graph.unshared = keeping
     try:
         step()
     finally:
-        graph._unshared = original
+        graph.unshared = original
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -98,15 +98,15 @@ def main(argv=None) -> int:
         times = {True: [], False: []}
         for r in range(args.rounds):
             for flag in ((True, False) if r % 2 == 0 else (False, True)):
-                graph._ADOPT = flag
+                gradients._ADOPT = flag
                 step()  # settle the heap for this mode
                 times[flag].append(timed(step, per_round))
         mems = {}
         for flag in (True, False):
-            graph._ADOPT = flag
+            gradients._ADOPT = flag
             step()
             mems[flag] = peak_memory(step)
-        graph._ADOPT = True
+        gradients._ADOPT = True
         n_adopted, n_bytes, n_edges = adopted_per_step(step)
         cost = copy_cost(step)
         on, off = (1e3 * float(np.median(times[f])) for f in (True, False))

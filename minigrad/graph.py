@@ -5,23 +5,24 @@ and dtype, and its *edges*, one ``(parent, vjp)`` pair per input that requires g
 the parent is that input's Node, or the input Tensor itself for a leaf. The graph holds
 nodes, not intermediate tensors: an intermediate result's array lives only as long as the
 user keeps it or a VJP saved it. ``vjp(g)`` maps the gradient of the output to the gradient
-of that input, possibly in the output's (broadcast) shape; :func:`unbroadcast` sums it back
-to the input's shape, the one place where the engine undoes broadcasting for every op.
+of that input, possibly in the output's (broadcast) shape; ``gradients.unbroadcast`` sums it
+back to the input's shape, the one place where the engine undoes broadcasting for every op.
 """
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 import numpy as np
 
 
+from .gradients import conform, unbroadcast, unshared
+
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
 
-__all__ = ["Node", "ConstantInput", "Joint", "backward", "backward_many", "unbroadcast",
-           "note_write", "toposort", "input_position"]
+__all__ = ["Node", "ConstantInput", "Joint", "backward", "backward_many", "note_write",
+           "toposort", "input_position"]
 
 
 # Every in-place write through the Tensor API draws the next stamp from this counter and
@@ -103,27 +104,6 @@ class Node:
         self.specs = specs
         self.index = index
         self.joint = joint
-
-
-def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
-    """Sum ``g`` over the axes that broadcasting added or stretched, giving an array of ``shape``.
-
-    If ``x`` of shape ``shape`` was broadcast to ``g.shape`` in the forward pass, every copy of
-    an element received its own gradient, and the element's gradient is their sum:
-    leading axes that broadcasting prepended are summed away, and axes where ``shape`` has 1
-    are summed with ``keepdims``.
-    """
-    lead = g.ndim - len(shape)
-    if lead < 0:
-        raise ValueError(f"unbroadcast: shape {g.shape} has fewer axes than {shape}")
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
-    )
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    if g.shape[lead:] != shape:  # not a broadcast of ``shape``: never reshape silently
-        raise ValueError(f"unbroadcast: shape {g.shape} is not a broadcast of {shape}")
-    return g.reshape(shape)
 
 
 def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
@@ -284,26 +264,26 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
             else:
                 shape, dtype = parent.shape, parent.dtype
             # The common case, a plain array of the input's shape and dtype (builtin dtypes
-            # are singletons), needs none of _conform's checks and conversions.
+            # are singletons), needs none of conform's checks and conversions.
             if type(gp) is np.ndarray and gp.dtype is dtype and gp.shape == shape:
                 made = False
             else:
-                conformed = _conform(gp, shape, dtype, node, k)
+                conformed = conform(gp, shape, dtype, node.op, input_position(node, k))
                 made = conformed is not gp  # a sum, cast or copy made here: ours alone
                 gp = conformed
             # From here ``gp`` is a plain ndarray. Whether the VJP's own array is unshared
             # (so may be kept and written into) is asked only where it matters, for an
-            # input's first gradient; and in this frame, where ``_unshared``'s reference
+            # input's first gradient; and in this frame, where ``unshared``'s reference
             # count was calibrated (so not inside a call that also holds ``gp``).
             if leaf:
                 if parent.grad is None:
-                    parent.grad = gp if made or _unshared(gp) else gp.copy()
+                    parent.grad = gp if made or unshared(gp) else gp.copy()
                 else:
                     parent.grad += gp
                 continue
             prev = grads.get(parent)
             if prev is None:
-                if made or _unshared(gp):  # (before the dict holds a second reference)
+                if made or unshared(gp):  # (before the dict holds a second reference)
                     owned.add(parent)
                 grads[parent] = gp
             elif parent in owned:
@@ -327,88 +307,6 @@ def _joint_results(node: Node, g) -> list:
                         f"expected a list or tuple of {len(needed)} or more, one per "
                         "positional parameter")
     return list(results)
-
-
-def _references_seen_by_unshared(a: object) -> int:
-    return sys.getrefcount(a)  # the same call depth as in ``_unshared``
-
-
-def _calibrate() -> int:
-    a = np.empty(0)  # held by this one local name, as a VJP's result is in ``backward``
-    return _references_seen_by_unshared(a)
-
-
-_UNIQUE = _calibrate()
-
-
-def _unshared(a: object) -> bool:
-    """True when ``a`` is an array no one else can see: it owns its memory (not a view), is
-    writeable, and the caller's name for it is its only reference (a VJP that returns its
-    cotangent or a saved array, or keeps its result, leaves more). Such a VJP result becomes
-    a gradient buffer as it is, so gradients accumulate into it in place and a leaf adopts
-    it as its ``.grad`` without a copy. (NumPy elides temporaries by the same test.) The
-    count a lone array shows is measured at import through the same calls, since it differs
-    between Python versions."""
-    return (_ADOPT and type(a) is np.ndarray and a.base is None
-            and sys.getrefcount(a) <= _UNIQUE and a.flags.writeable)
-
-
-def _adoption_works() -> bool:
-    """Import-time self-test of the count: a lone array passes, a shared one does not."""
-    lone = np.empty(1)
-    shared = np.empty(1)
-    keep = [shared]  # noqa: F841 - the second reference
-    return _unshared(lone) and not _unshared(shared)
-
-
-_ADOPT = True
-_ADOPT = _adoption_works()
-
-
-def _bad_vjp_result(node: Node, edge: int, gp: object) -> TypeError:
-    """The error for a VJP that returned something other than a real array, naming the op
-    and the input (edge ``edge`` is input ``i``: constants before it have no edge)."""
-    i = input_position(node, edge)
-    got = f"an array of dtype {gp.dtype}" if isinstance(gp, (np.ndarray, np.generic)) else \
-        "None" if gp is None else f"a {type(gp).__name__}"
-    return TypeError(
-        f"backward through op '{node.op}': its VJP for input {i} returned {got}; expected "
-        "an np.ndarray of real numbers (a gradient with the input's shape, or one that "
-        "broadcasts from it)"
-    )
-
-
-def _conform(gp: object, shape: tuple, dtype: np.dtype, node: Node, edge: int) -> np.ndarray:
-    """A VJP result that is not a plain array of its input's shape and dtype: checked, then
-    summed back over broadcast axes and cast to ``dtype``. A list, None, a Python number, a
-    Tensor or a complex or object array is a TypeError; a shape that is not a broadcast of
-    the input's, a ValueError (both naming the op and the input). The result is a plain
-    ndarray: a NumPy scalar (what arithmetic on 0-d arrays returns) or an ndarray subclass
-    becomes a new one."""
-    if not isinstance(gp, (np.ndarray, np.generic)):
-        raise _bad_vjp_result(node, edge, gp)
-    cast = gp.dtype != dtype
-    if cast and gp.dtype.kind not in "biuf":  # complex, object, ...
-        raise _bad_vjp_result(node, edge, gp)
-    if gp.shape != shape:
-        gp = _unbroadcast_checked(gp, shape, node.op)
-        cast = gp.dtype != dtype
-    if cast:
-        gp = gp.astype(dtype)
-    return gp if type(gp) is np.ndarray else np.array(gp)
-
-
-def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:
-    """``unbroadcast``, with an error naming the op when its VJP returned a wrong shape."""
-    try:
-        return unbroadcast(g, shape)
-    except ValueError:
-        raise ValueError(
-            f"backward through op '{op}': its VJP returned a gradient of shape {g.shape}; "
-            f"expected the input's shape {shape}, or a shape that {shape} broadcasts to (such "
-            "as the op's output shape, when the forward broadcast the input), which the engine "
-            "sums back"
-        ) from None
 
 
 def _accumulate_leaf(t: Tensor, g: np.ndarray, owned: bool) -> None:

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     ["minigrad.checks", "minigrad.arrays"],
     ["minigrad.runtime"],
-    ["minigrad.gradmode", "minigrad.graph", "minigrad.tensor", "minigrad.inplace",
-     "minigrad.defop"],
+    ["minigrad.gradmode", "minigrad.gradients", "minigrad.graph", "minigrad.tensor",
+     "minigrad.inplace", "minigrad.defop"],
     ["minigrad.ops"],
     ["minigrad.methods", "minigrad.numpy_api", "minigrad.numpy_options", "minigrad.functional"],
     ["minigrad.nn", "minigrad.optim"],

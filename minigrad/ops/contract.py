@@ -3,7 +3,7 @@
 The VJP of an einsum operand is itself an einsum: of the cotangent with the other operands,
 producing that operand's labels (docs/backward.md §20 derives it, repeated labels included).
 Labels of size 1 that NumPy broadcast come back at the broadcast size, and the engine sums
-them back (``graph.unbroadcast``), as for any broadcasting op.
+them back (``gradients.unbroadcast``), as for any broadcasting op.
 """
 from __future__ import annotations
 

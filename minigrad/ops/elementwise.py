@@ -1,7 +1,7 @@
 """Elementwise ops with full NumPy broadcasting.
 
 Each VJP returns the gradient in the *output's* shape; the engine sums it back to the
-input's shape (``graph.unbroadcast``), so no op here handles broadcasting itself.
+input's shape (``gradients.unbroadcast``), so no op here handles broadcasting itself.
 Notation: ``g`` is the gradient of the output, ``out`` the forward result.
 """
 from __future__ import annotations

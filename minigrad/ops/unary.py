@@ -2,7 +2,7 @@
 logaddexp and mod.
 
 As in ``elementwise.py``: each VJP returns the gradient in the output's shape and the
-engine sums it back over broadcast axes (``graph.unbroadcast``). Dtypes follow the NumPy
+engine sums it back over broadcast axes (``gradients.unbroadcast``). Dtypes follow the NumPy
 function of the same name (integers become float64 where NumPy's result is floating; a bool
 input gives float16, as NumPy's ufuncs do); a function NumPy lacks (``rsqrt``) computes
 integers in float64. Piecewise-constant functions (sign, floor, ceil, round, trunc) have
