@@ -1,7 +1,8 @@
 """PyTorch-like modules.
 
-``module.py``: ``Parameter``, ``Module`` (registration, ``train()``/``eval()``, buffers,
-``state_dict``), ``ModuleList``, ``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
+``parameter.py``: ``Parameter``; ``module.py``: ``Module`` (registration,
+``train()``/``eval()``, buffers, ``state_dict``); ``containers.py``: ``ModuleList``,
+``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
 ``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
 ``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping.
 
@@ -12,7 +13,9 @@ from ..checks import StateDictKeyError
 from . import utils
 from .activations import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .layers import Conv2d, Embedding, LayerNorm, Linear
-from .module import IncompatibleKeys, Module, ModuleList, Parameter, Sequential
+from .containers import ModuleList, Sequential
+from .module import IncompatibleKeys, Module
+from .parameter import Parameter
 
 __all__ = [
     "Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys", "Linear",

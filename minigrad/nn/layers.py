@@ -17,7 +17,8 @@ from .. import functional as F
 from ..ops.conv import int_tuple
 from ..tensor import Tensor
 from .args import features_input, generator, in_dtype, real_input
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 __all__ = ["Linear", "LayerNorm", "Conv2d", "Embedding"]
 

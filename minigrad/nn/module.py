@@ -1,5 +1,4 @@
-"""``Parameter``, ``Module`` (registration, traversal, modes, buffers, checkpoints),
-``ModuleList`` and ``Sequential``.
+"""``Module``: registration, traversal, modes, buffers, checkpoints.
 
 A ``Module`` registers the ``Parameter``s and sub-``Module``s assigned to its attributes, in
 assignment order, so ``named_parameters()`` yields dotted names (``blocks.0.attn.qkv.weight``)
@@ -9,39 +8,16 @@ plain NumPy arrays.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
 from .. import checks
 from ..tensor import Tensor
+from .parameter import Parameter
 from .registry import Registry, changed, structure
 
-__all__ = ["Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys"]
-
-
-class Parameter(Tensor):
-    """A leaf Tensor that a ``Module`` registers: always a floating, grad-requiring *copy*.
-
-    ``Parameter(data)`` copies ``data`` (an array, list or Tensor), so the caller's array is
-    never updated by an optimizer. ``dtype`` (optional) converts while copying.
-    """
-
-    __slots__ = ()
-
-    def __init__(self, data: Any, dtype: Any = None) -> None:
-        if isinstance(data, Tensor):
-            data = data.data
-        array = np.array(data, dtype=dtype, copy=True)
-        if array.dtype.kind != "f":
-            raise TypeError(
-                f"Parameter data: got dtype {array.dtype}; expected a floating dtype "
-                "(float16, float32, float64)"
-            )
-        super().__init__(array, requires_grad=True)
-
-    def __repr__(self) -> str:
-        return "Parameter" + super().__repr__()[len("Tensor"):]
+__all__ = ["Module", "IncompatibleKeys"]
 
 
 class IncompatibleKeys(NamedTuple):
@@ -353,59 +329,3 @@ class Module:
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
-
-
-class ModuleList(Module):
-    """A list of modules registered under the names "0", "1", ... (``blocks.0.attn...``)."""
-
-    def __init__(self, modules: Iterable[Module] | None = None) -> None:
-        super().__init__()
-        for module in modules or ():
-            self.append(module)
-
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for module in modules:
-            self.append(module)
-        return self
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def __getitem__(self, index: int | slice) -> Module | ModuleList:
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            return ModuleList(items[index])
-        return items[index]
-
-
-class Sequential(ModuleList):
-    """``Sequential(m0, m1, ...)``: y = m_{n-1}(... m1(m0(x))), the modules registered as
-    "0", "1", ... (or under the names of an ``OrderedDict`` passed as the one argument)."""
-
-    def __init__(self, *modules: Module | OrderedDict) -> None:
-        super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
-            for name, module in modules[0].items():
-                self.add_module(name, module)
-        else:
-            for module in modules:
-                self.append(module)
-
-    def __getitem__(self, index: int | slice) -> Module | Sequential:
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            return Sequential(*items[index])
-        return items[index]
-
-    def forward(self, x: Any) -> Any:
-        """x -> each module in order."""
-        for module in self._modules.values():
-            x = module(x)
-        return x

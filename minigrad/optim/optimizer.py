@@ -11,7 +11,6 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .. import checks
 from ..tensor import Tensor
 from .state import GROUP_LR_KEYS, OptimizerState, nonneg
 

@@ -119,7 +119,7 @@ def embed(model, x: Tensor) -> Tensor:
     data = x.data
     _check_input("TinyViT", data, model.dtype, 4, "(B, C, H, W) images")
     B, C, H, W = data.shape
-    P, (K, D), pos = model.patch_size, model.patch_embed.weight.data.shape, model.pos_embed
+    P, K, pos = model.patch_size, model.patch_embed.weight.data.shape[0], model.pos_embed
     T = (H // P) * (W // P) + 1
     if B == 0 or H % P or W % P or P * P * C != K or pos is not None and pos.data.shape[1] != T:
         raise ValueError(f"TinyViT x: got shape {data.shape}; expected B >= 1 images of "

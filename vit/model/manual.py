@@ -30,7 +30,6 @@ backward the same function.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

@@ -30,7 +30,7 @@ from minigrad import checks
 
 from ..io.files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_regular, read_into
 from ..io.npz import load_npz
-from ..model.normalizer import Normalizer, all_finite
+from ..model.normalizer import all_finite
 
 __all__ = ["Dataset", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
            "MAX_CLASSES", "MAX_DATA_ELEMENTS", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",

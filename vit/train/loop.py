@@ -29,7 +29,6 @@ from tqdm import tqdm
 
 import minigrad as mg
 from minigrad import F, Tensor
-from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
 from ..model.losses import mixup, one_hot
@@ -40,7 +39,7 @@ from .checkpoint import check_progress, load_checkpoint, save_checkpoint
 from .data import Dataset, load_data, position_task
 from .optimizer import build_optimizer
 from .options import TrainOptions
-from .runfolder import CHECKPOINT, METRICS, keep_metrics_until, open_run_folder, read_metrics
+from .runfolder import CHECKPOINT, METRICS, keep_metrics_until, open_run_folder
 
 __all__ = ["TrainingDiverged", "load_task", "build_model", "evaluate", "train"]
 

@@ -4,7 +4,7 @@ column_sum splits the row axis into parts."""
 import numpy as np
 import pytest
 
-from minigrad.ops import rowwise
+from minigrad.runtime import rowwise
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from minigrad.runtime import parallel
-from minigrad.ops import fused, rowwise
+from minigrad.ops import fused
+from minigrad.runtime import rowwise
 
 
 @pytest.mark.parametrize("shape", [(), (5,), (0, 3), (3, 0), (2, 3, 4),

@@ -8,7 +8,7 @@ float16's pairwise sum): checked against the exact sum."""
 import numpy as np
 import pytest
 
-from minigrad.ops import rowwise
+from minigrad.runtime import rowwise
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.int64]
 
