@@ -230,7 +230,8 @@ def pad(x, pad_width, mode="constant", value=0.0):
     """y = x padded as ``np.pad(x, pad_width, mode)``: 'constant' (with ``value``),
     'reflect' (mirrored without repeating the edge, PyTorch's 'reflect') or 'edge'
     (PyTorch's 'replicate'). ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair
-    (before, after) for every axis, or one pair per axis, first axis first.
+    (before, after) for every axis, or one pair per axis, first axis first. A 0-d x has no
+    axis to pad: only zero widths are taken (it is returned as it is).
     VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
     g added back onto the element it copies.
     Derivation: docs/backward.md §18. Tests: tests/minigrad/op_cases/conv.py,
@@ -244,6 +245,12 @@ def pad(x, pad_width, mode="constant", value=0.0):
         raise ValueError(f"pad value: got {value!r} with mode {mode!r}; expected value only "
                          "with mode 'constant'")
     pairs = _pad_pairs(pad_width, x.shape)
+    if not x.ndim:  # np.pad would broadcast the widths to no pairs and pad nothing
+        if np.any(np.asarray(pad_width) != 0):
+            raise ValueError(f"pad pad_width: got {pad_width!r} for a 0-d x; expected zero "
+                             "widths (a 0-d array has no axis to pad: np.pad returns it "
+                             "unchanged, torch refuses)")
+        return x.copy(), lambda g: g
     for axis, (n, (b, a)) in enumerate(zip(x.shape, pairs)):
         if mode != "constant" and n == 0 and b + a:
             raise ValueError(f"pad pad_width: got {pairs[axis]} for empty axis {axis} with mode "

@@ -145,6 +145,9 @@ for label, sx, pw, kw in [
         ("edge-nchw", (2, 2, 3, 3), ((0, 0), (0, 0), (1, 2), (2, 0)), dict(mode="edge"))]:
     add_case("pad", label, lambda x, pw=pw, kw=kw: F.pad(x, pw, **kw),
              lambda x, pw=pw, kw=kw: np_pad(x, pw, **kw), rn(sx))
+# a 0-d array padded by zero widths is itself (fixed input: the cases after keep theirs)
+add_case("pad", "0d-zero-widths", lambda x: F.pad(x, (0, 0)), lambda x: np.pad(x, (0, 0)),
+         np.array(0.3))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------

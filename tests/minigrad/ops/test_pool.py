@@ -211,6 +211,28 @@ def test_pad_reflect_wider_than_the_axis_sums_every_copy():
     np.testing.assert_array_equal(e.grad, [0 + 1 + 2, 3, 4 + 5 + 6 + 7 + 8])
 
 
+@pytest.mark.parametrize("pw", [1, (1, 2), ((0, 1),), [[2, 2]]])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_of_a_0d_array_is_refused_naming_pad_width(pw, mode):
+    """A 0-d array has no axis to pad: np.pad returns it unchanged whatever the widths,
+    torch.nn.functional.pad refuses; a ValueError naming pad_width (not NumPy's own
+    TypeError from inside np.pad)."""
+    t = mg.Tensor(np.array(1.5), requires_grad=True)
+    with pytest.raises(ValueError, match=r"^pad pad_width: got .* for a 0-d x; expected "
+                                         r"zero widths .*no axis to pad"):
+        F.pad(t, pw, mode)
+
+
+@pytest.mark.parametrize("pw", [0, (0, 0), [[0, 0]]])
+def test_pad_of_a_0d_array_by_zero_is_the_array_as_numpy(pw):
+    t = mg.Tensor(np.array(1.5), requires_grad=True)
+    out = F.pad(t, pw)
+    np.testing.assert_array_equal(out.data, np.pad(t.data, pw))
+    assert out.shape == ()
+    out.backward(np.array(2.0))
+    assert t.grad.shape == () and t.grad == 2.0
+
+
 def test_float32_stays_float32_and_inputs_unchanged():
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
     keep = x.copy()
