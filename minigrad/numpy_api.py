@@ -243,7 +243,8 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def _pad(array, pad_width, mode="constant", **kwargs):
     """np.pad's 'constant' (a scalar constant_values), 'reflect' (reflect_type 'even') and
-    'edge': F.pad's modes."""
+    'edge': F.pad's modes, with its rules (reflect at most n - 1 wide, where np.pad would
+    reflect the padding again)."""
     value = kwargs.pop("constant_values", 0) if is_default(mode, "constant") else 0
     if is_default(mode, "reflect") and is_default(kwargs.get("reflect_type", "even"), "even"):
         kwargs.pop("reflect_type", None)
