@@ -300,7 +300,7 @@ def _check_cross_entropy(logits, label_smoothing, reduction, ignore_index):
 @op(arrays=1)
 def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=None,
                   ignore_index=-100, axis=-1):
-    """Cross-entropy of softmax(logits) against class labels or soft targets.
+    """Cross-entropy of softmax(logits) against class labels or soft targets (classes last).
 
     The classes lie along ``axis`` of the logits (default the last: (..., C)); target:
     integer labels of the logits' shape without that axis, or probabilities of the logits'

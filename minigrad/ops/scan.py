@@ -173,8 +173,9 @@ def _scaled_scan(v, m, axis, reverse, infinite):
 
 @op(arrays=1)
 def logcumsumexp(a, axis=None):
-    """out_i = ln Σ_{j <= i} e^{a_j}.   VJP: ā_k = Σ_{i >= k} ḡ_i e^{a_k - out_i}, the prefix
-    softmaxes, each weight taken relative to the running max, never from the rounded out.
+    """out_i = ln Σ_{j <= i} e^{a_j}.   VJP: ā_k = Σ_{i >= k} ḡ_i e^{a_k - out_i}, in logs.
+    The weights e^{a_k - out_i} (prefix softmaxes) come from differences of inputs, relative
+    to the running max, never from the rounded out: exact at any magnitude.
     Derivation: docs/backward.md §22. Tests: tests/minigrad/op_cases/scan.py,
     tests/minigrad/ops/test_scan.py.
     """

@@ -258,8 +258,9 @@ def hypot(a, b):
 
 @op(arrays=2)
 def logaddexp(a, b):
-    """out = ln(e^a + e^b).   VJP: ā = g σ(a - b), b̄ = g σ(b - a) (½, ½ where a = b).
-
+    """out = ln(e^a + e^b).   VJP: ā = g e^(a - out), b̄ = g e^(b - out).
+    Computed as ā = g σ(a - b), b̄ = g σ(b - a), equal to them but exact where out is rounded
+    (½ and ½ for any a = b, equal infinities included).
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
     tests/minigrad/ops/test_unary.py.
     """
