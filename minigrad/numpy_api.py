@@ -41,7 +41,7 @@ UFUNCS: dict[np.ufunc, Callable] = {
     np.power: ops.pow, np.maximum: ops.maximum, np.minimum: ops.minimum, np.matmul: ops.matmul,
     np.negative: ops.neg, np.positive: _positive, np.square: _square, np.exp: ops.exp,
     np.log: ops.log, np.sqrt: ops.sqrt, np.tanh: ops.tanh, np.absolute: ops.abs,
-    # issue 14 (ops/unary.py); np.mod is np.remainder
+    # the elementwise math functions (ops/unary.py); np.mod is np.remainder, so one entry
     np.sin: ops.sin, np.cos: ops.cos, np.tan: ops.tan, np.arcsin: ops.arcsin,
     np.arccos: ops.arccos, np.arctan: ops.arctan, np.sinh: ops.sinh, np.cosh: ops.cosh,
     np.arcsinh: ops.arcsinh, np.arctanh: ops.arctanh, np.log1p: ops.log1p, np.expm1: ops.expm1,
@@ -243,7 +243,8 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def _pad(array, pad_width, mode="constant", **kwargs):
     """np.pad's 'constant' (a scalar constant_values), 'reflect' (reflect_type 'even') and
-    'edge': F.pad's modes."""
+    'edge': F.pad's modes, with its rules (reflect at most n - 1 wide, where np.pad would
+    reflect the padding again)."""
     value = kwargs.pop("constant_values", 0) if is_default(mode, "constant") else 0
     if is_default(mode, "reflect") and is_default(kwargs.get("reflect_type", "even"), "even"):
         kwargs.pop("reflect_type", None)
@@ -294,7 +295,7 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.broadcast_to: _broadcast_to, np.split: ops.split, np.where: _where, np.clip: _clip,
     np.concatenate: _joiner("np.concatenate", ops.concatenate),
     np.stack: _joiner("np.stack", ops.stack),
-    # issue 14: contractions, reductions, scans (ops/contract.py, reduce.py, scan.py)
+    # contractions, reductions, scans (ops/contract.py, reduce.py, scan.py)
     np.einsum: _einsum, np.tensordot: ops.tensordot, np.outer: _outer, np.inner: ops.inner,
     np.std: _spread("np.std", ops.std), np.prod: _prod, np.linalg.norm: _norm,
     np.round: _rounding("np.round"), np.around: _rounding("np.around"),

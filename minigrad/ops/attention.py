@@ -193,9 +193,7 @@ def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causa
         if not fits:
             raise ValueError(f"{name} mask: got shape {mask.shape}; expected a shape that "
                              f"broadcasts to the scores' {scores}")
-    if boolean("is_causal", is_causal, owner=name) and mask is not None:
-        raise ValueError(f"{name} is_causal: got True with a mask; expected one of them "
-                         "(as torch: put the causal mask into the mask instead)")
+    boolean("is_causal", is_causal, owner=name)
     if scale is None:
         return scores, 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     return scores, real("scale", scale, owner=name)
@@ -214,12 +212,14 @@ def _sdpa(q, k, v, mask=None, is_causal=False, scale=None):
     q, k, v = (x.astype(dtype, copy=False) for x in (q, k, v))
     L, S = shape[-2:]
     scores = np.matmul(q * s, np.swapaxes(k, -1, -2))
-    if is_causal:  # upper-left aligned, as torch: query i reads keys 0 ... i
-        scores = np.where(np.tri(L, S, dtype=bool), scores, -np.inf)
-    elif mask is not None and mask.dtype == bool:
+    if mask is not None and mask.dtype == bool:
         scores = np.where(mask, scores, -np.inf)
     elif mask is not None:
         scores = scores + mask.astype(dtype, copy=False)
+    if is_causal:  # upper-left aligned, as torch: query i reads keys 0 ... i
+        # after the mask, so that a key it hides stays hidden whatever its mask value (a
+        # float mask's +inf there would otherwise meet the -inf as nan)
+        scores = np.where(np.tri(L, S, dtype=bool), scores, -np.inf)
     top = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)
     # A row with every key masked (top = −inf) gets weights 0 and output 0, as torch 2.13
     # gives; exp(−inf − 0) = 0 there, and its sum 0 is divided by 1 instead.
@@ -265,9 +265,10 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None,
     name ``attn_mask=`` is accepted too) broadcasts to the scores (..., L, S): a bool mask
     keeps the keys where it is True (M = 0 there, −inf elsewhere), a floating mask is M
     itself (cast to the result's dtype) and gets a gradient if it requires grad.
-    ``is_causal`` lets query i read keys 0 ... i (upper-left aligned, as torch; refused with
-    a mask). A query with every key masked gets zero weights and a zero output row, as
-    torch 2.13 returns (no NaN), and zero gradients.
+    ``is_causal`` lets query i read keys 0 ... i (upper-left aligned, as torch); with a mask
+    both apply (a key is read where the mask keeps it and j <= i). A query with every key
+    masked gets zero weights and a zero output row, as torch 2.13 returns (no NaN), and zero
+    gradients.
     VJP, with Ḡ the output's gradient and A the weights:
         V̄ = Aᵀ Ḡ,   S̄ = A ⊙ (Ḡ Vᵀ − rowsum(Ḡ Vᵀ ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q,
         M̄ = S̄ (summed over M's broadcast axes).

@@ -3,7 +3,8 @@
 The VJP of an einsum operand is itself an einsum: of the cotangent with the other operands,
 producing that operand's labels (docs/backward.md §20 derives it, repeated labels included).
 Labels of size 1 that NumPy broadcast come back at the broadcast size, and the engine sums
-them back (``gradients.unbroadcast``), as for any broadcasting op.
+them back (``gradients.unbroadcast``), as for any broadcasting op; where only operand k has
+a label at a size other than 1, its gradient (computed from the others' size 1) is spread out.
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def _check_size(subscripts: str, ops: Sequence[str], out: str, sizes: dict,
 
 def _einsum_vjp(k: int, ops: list, out: str, arrays: list, sizes: dict, optimize: Any):
     """ā_k = einsum(ḡ, the other operands -> operand k's labels), placed on the diagonal
-    where operand k repeats a label, and broadcast along labels only operand k has."""
+    where operand k repeats a label, and broadcast along labels only operand k has or has at
+    a size other than 1 (the engine sums back those operand k has at size 1)."""
     labels = ops[k]
     unique = "".join(dict.fromkeys(labels))
     others = [j for j in range(len(ops)) if j != k]
@@ -132,12 +134,17 @@ def _einsum_vjp(k: int, ops: list, out: str, arrays: list, sizes: dict, optimize
     present = "".join(c for c in unique if c in reachable)
     spec = ",".join([out] + [ops[j] for j in others]) + "->" + present
 
+    full_sizes = tuple(sizes[c] for c in unique)
+
     def vjp(g):
         grad = np.einsum(spec, g, *(arrays[j] for j in others), optimize=optimize)
         if len(present) < len(unique):  # summed in operand k alone: constant along it
             grad = np.expand_dims(grad, tuple(i for i, c in enumerate(unique)
                                               if c not in reachable))
-            grad = np.broadcast_to(grad, tuple(sizes[c] for c in unique))
+        if grad.shape != full_sizes:
+            # a label of size 1 in ḡ and every other operand (broadcast there, n in operand
+            # k) leaves the einsum at size 1: the gradient is constant along it, spread to n
+            grad = np.broadcast_to(grad, full_sizes)
         if len(unique) == len(labels):
             return grad
         full = np.zeros(tuple(sizes[c] for c in labels), dtype=grad.dtype)

@@ -228,9 +228,11 @@ def _pad_pairs(pad_width, shape):
 @op(arrays=1)
 def pad(x, pad_width, mode="constant", value=0.0):
     """y = x padded as ``np.pad(x, pad_width, mode)``: 'constant' (with ``value``),
-    'reflect' (mirrored without repeating the edge, PyTorch's 'reflect') or 'edge'
-    (PyTorch's 'replicate'). ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair
-    (before, after) for every axis, or one pair per axis, first axis first.
+    'reflect' (mirrored without repeating the edge, PyTorch's 'reflect'; each width less
+    than its axis' length, as torch requires) or 'edge' (PyTorch's 'replicate').
+    ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair (before, after) for every
+    axis, or one pair per axis, first axis first. A 0-d x has no axis to pad: only zero
+    widths are taken (it is returned as it is).
     VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
     g added back onto the element it copies.
     Derivation: docs/backward.md §18. Tests: tests/minigrad/op_cases/conv.py,
@@ -244,10 +246,23 @@ def pad(x, pad_width, mode="constant", value=0.0):
         raise ValueError(f"pad value: got {value!r} with mode {mode!r}; expected value only "
                          "with mode 'constant'")
     pairs = _pad_pairs(pad_width, x.shape)
+    if not x.ndim:  # np.pad would broadcast the widths to no pairs and pad nothing
+        if np.any(np.asarray(pad_width) != 0):
+            raise ValueError(f"pad pad_width: got {pad_width!r} for a 0-d x; expected zero "
+                             "widths (a 0-d array has no axis to pad: np.pad returns it "
+                             "unchanged, torch refuses)")
+        return x.copy(), lambda g: g
     for axis, (n, (b, a)) in enumerate(zip(x.shape, pairs)):
         if mode != "constant" and n == 0 and b + a:
             raise ValueError(f"pad pad_width: got {pairs[axis]} for empty axis {axis} with mode "
                              f"{mode!r}; expected 0 (there is nothing to copy)")
+        if mode == "reflect" and (b or a) and max(b, a) >= n:
+            # the mirror without its edge holds n - 1 elements a side; np.pad would reflect
+            # the padding itself again, torch refuses (its rule: each width < n)
+            raise ValueError(f"pad pad_width: got {pairs[axis]} for axis {axis} of length {n} "
+                             f"with mode 'reflect'; expected widths of at most {n - 1} (the "
+                             "mirror leaves out the edge element, as torch requires; mode "
+                             "'edge' or 'constant' pads further)")
     kw = {"constant_values": value} if mode == "constant" else {}
     check_output("pad", "pad_width", elements(n + b + a for n, (b, a) in zip(x.shape, pairs)),
                  f"{pairs} around shape {x.shape}")

@@ -1,12 +1,14 @@
 """Losses, as ``torch.nn.functional`` defines them: values, ``reduction`` ("mean", "sum",
 "none"), class weights and ``ignore_index``.
 
-Each is a NumPy forward with its VJP beside it; docs/backward.md §26-§28 derives them. The
-one layout difference from torch: ``cross_entropy`` takes the classes on the LAST axis
-(minigrad's convention since the start, (B, T, C) logits work as they are), while
-``nll_loss`` follows torch, classes on axis 1: (N, C) or (N, C, d1, ...). Two inputs of one
-loss are never broadcast against each other (torch only warns, and it is nearly always a
-bug): ``input`` and ``target`` must have the same shape. float32 stays float32.
+Each is a NumPy forward with its VJP beside it; docs/backward.md §26-§28 derives them.
+``cross_entropy`` and ``nll_loss`` share one layout rule: the classes lie along ``axis`` of
+the input, labels have the input's shape without that axis, soft targets the input's shape,
+class weights (C,). Their defaults differ: ``cross_entropy`` takes the last axis ((B, T, C)
+logits work as they are), ``nll_loss`` torch's axis 1 ((N, C) or (N, C, d1, ...); 0 for a
+(C,) input); ``cross_entropy(..., axis=1)`` is torch's layout. Two inputs of one loss are
+never broadcast against each other (torch only warns, and it is nearly always a bug):
+``input`` and ``target`` must have the same shape. float32 stays float32.
 """
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ import scipy.special as sp
 from ..checks import choice, integer, real
 from ..defop import as_array_input, as_floating, op
 from .fused import log_softmax, log_softmax_array
+
+try:  # NumPy >= 2.0
+    from numpy.lib.array_utils import normalize_axis_index
+except ImportError:  # pragma: no cover
+    from numpy.core.multiarray import normalize_axis_index
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
            "nll_loss", "cross_entropy"]
@@ -126,6 +133,15 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     return out, (vjp_input, lambda g: -vjp_input(g))
 
 
+def _class_axis(owner: str, x, axis) -> int:
+    """``axis``, the classes' axis of ``x``, as an index in [0, x.ndim): a TypeError for what
+    is not an integer, NumPy's AxisError (naming the op) for one out of range."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{owner} axis: got {axis!r}; expected an integer, the axis of the "
+                        "classes")
+    return normalize_axis_index(int(axis), x.ndim, f"{owner} axis")
+
+
 def _broadcast_weight(owner: str, name: str, w, shape, dtype):
     """``w`` (None, or an array broadcasting to ``shape`` without growing it) in ``dtype``."""
     if w is None:
@@ -228,11 +244,14 @@ def _target_weight(keep, safe, w, dtype):
 
 
 @op(arrays=1)
-def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean", axis=None):
     """ℓ_n = -w_{y_n} log_probs[n, y_n] (0 where y_n = ignore_index); 'mean' is Σ ℓ / Σ w_{y_n}.
 
-    log_probs (N, C) or (N, C, d1, ...) (classes on axis 1, as torch) or (C,); labels (N,),
-    (N, d1, ...) or (). VJP: log_probs̄[n, y_n] = -w_{y_n} s_n, 0 elsewhere.
+    The classes lie along ``axis`` of log_probs; labels have its shape without that axis.
+    The default None is torch's layout: (N, C) or (N, C, d1, ...), classes on axis 1, labels
+    (N,) or (N, d1, ...); or (C,), classes on axis 0, a label (). The same rule as
+    ``cross_entropy``'s ``axis`` (whose default is the last axis).
+    VJP: log_probs̄[n, y_n] = -w_{y_n} s_n, 0 elsewhere.
     Derivation: docs/backward.md §28. Tests: tests/minigrad/op_cases/losses.py,
     tests/minigrad/ops/test_losses.py.
     """
@@ -242,7 +261,8 @@ def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"
     if lp.ndim < 1:
         raise ValueError(f"nll_loss log_probs: got shape {lp.shape}; expected (N, C), "
                          "(N, C, d1, ...) or (C,)")
-    last = lp if lp.ndim == 1 else np.moveaxis(lp, 1, -1)  # classes last, as a view
+    ax = min(lp.ndim - 1, 1) if axis is None else _class_axis("nll_loss", lp, axis)
+    last = np.moveaxis(lp, ax, -1)  # classes last, as a view
     C = last.shape[-1]
     labels = np.asarray(labels)
     keep, safe, _ = _labels("nll_loss", labels, last.shape[:-1], C, ignore_index)
@@ -254,7 +274,7 @@ def nll_loss(log_probs, labels, weight=None, ignore_index=-100, reduction="mean"
 
     def vjp(g):
         grad = np.zeros_like(lp)
-        at = grad if lp.ndim == 1 else np.moveaxis(grad, 1, -1)  # a view: writes land in grad
+        at = np.moveaxis(grad, ax, -1)  # a view: writes land in grad
         with np.errstate(invalid="ignore"):  # 0 · inf: zero total weight, nan as in torch
             values = np.where(keep, -wy * scale(g), 0)  # ignored targets: 0, even then
         np.put_along_axis(at, safe[..., None], values[..., None], axis=-1)
@@ -279,10 +299,14 @@ def _check_cross_entropy(logits, label_smoothing, reduction, ignore_index):
 
 @op(arrays=1)
 def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=None,
-                  ignore_index=-100):
+                  ignore_index=-100, axis=-1):
     """Cross-entropy of softmax(logits) against class labels or soft targets (classes last).
 
-    logits (..., C); target: integer labels (...) or probabilities (..., C). With smoothing ε
+    The classes lie along ``axis`` of the logits (default the last: (..., C)); target:
+    integer labels of the logits' shape without that axis, or probabilities of the logits'
+    shape. ``axis=1`` is torch's layout (N, C, d1, ...); the same rule as ``nll_loss``'s
+    ``axis`` (whose default is torch's). Below, for axis -1: logits (..., C), labels (...)
+    or probabilities (..., C). With smoothing ε
     the target distribution is q = (1 - ε) · target + ε / C (target one-hot for labels);
     class weights w (C,) make it q̃ = (1 - ε) w_y e_y + (ε/C) w for labels, q ⊙ w for soft.
         loss_i = -Σ_c q̃_ic log softmax(logits_i)_c,  then mean, sum or none.
@@ -297,6 +321,38 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     tests/minigrad/ops/test_fused.py.
     """
     target = np.asarray(target)
+    if type(axis) is not int or axis != -1:  # the default needs no check: the common case
+        ax = _class_axis("cross_entropy", logits, axis)
+        if ax != logits.ndim - 1:
+            return _cross_entropy_along(ax, logits, target, reduction, label_smoothing, weight,
+                                        ignore_index)
+    return _cross_entropy_last(logits, target, reduction, label_smoothing, weight, ignore_index)
+
+
+def _cross_entropy_along(ax, logits, target, *args):
+    """cross_entropy with the classes on axis ``ax``: the logits (and soft targets) with that
+    axis moved last, as views; the gradients moved back."""
+    # the checks whose messages would otherwise show the moved layout
+    if logits.dtype.kind != "f":
+        raise ValueError(f"cross_entropy logits: got shape {logits.shape} dtype {logits.dtype}; "
+                         f"expected a floating array, with the classes on axis {ax}")
+    if logits.shape[ax] == 0:
+        raise ValueError(f"cross_entropy logits: got shape {logits.shape}, no classes on axis "
+                         f"{ax}; expected at least one class")
+    if target.dtype.kind == "f" and target.shape != logits.shape:
+        labels = logits.shape[:ax] + logits.shape[ax + 1:]
+        raise ValueError(f"cross_entropy target: got soft targets of shape {target.shape}; "
+                         f"expected the logits' shape {logits.shape} (or integer labels of "
+                         f"shape {labels})")
+    if target.dtype.kind == "f":
+        target = np.moveaxis(target, ax, -1)
+    out, vjps = _cross_entropy_last(np.moveaxis(logits, ax, -1), target, *args)
+    return out, tuple(None if v is None else (lambda g, v=v: np.moveaxis(v(g), -1, ax))
+                      for v in vjps)
+
+
+def _cross_entropy_last(logits, target, reduction, label_smoothing, weight, ignore_index):
+    """cross_entropy with the classes on the last axis: the forward and its VJPs."""
     if _plain_case(logits, target, reduction, label_smoothing, weight, ignore_index):
         return _plain_cross_entropy(logits, target)
     eps = _check_cross_entropy(logits, label_smoothing, reduction, ignore_index)

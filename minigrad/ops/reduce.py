@@ -1,4 +1,8 @@
-"""Reductions over ``axis`` (None, an int, a tuple; negative allowed), with ``keepdims``."""
+"""Reductions over ``axis`` (None, an int, a tuple; negative allowed), with ``keepdims``.
+
+On a 0-d array the axes NumPy takes: an int 0 or -1 for sum, prod, max and min (nothing is
+reduced, as in NumPy's ufunc reductions), none for mean, var, std and norm (NumPy refuses).
+"""
 from __future__ import annotations
 
 import math
@@ -18,11 +22,18 @@ __all__ = ["sum", "mean", "max", "min", "var", "std", "prod", "norm",
            "argmax", "argmin", "any", "all"]
 
 
-def _axes(axis, ndim):
-    """``axis`` as a sorted tuple of non-negative ints (all axes for None)."""
+def _axes(axis, ndim, scalar_axis=False):
+    """``axis`` as a sorted tuple of non-negative ints (all axes for None).
+
+    ``scalar_axis``: an int axis 0 or -1 of a 0-d array reduces nothing, (), as NumPy's ufunc
+    reductions (np.sum, np.prod, np.max, np.min) take it; np.mean, np.var and np.std refuse
+    it, and a tuple (0,) is out of bounds for all of them, as it is here.
+    """
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
+        if scalar_axis and not ndim and axis in (0, -1) and not isinstance(axis, bool):
+            return ()
         axis = (axis,)
     return tuple(sorted(normalize_axis_tuple(axis, ndim, "axis")))
 
@@ -47,7 +58,7 @@ def sum(a, axis=None, keepdims=False):
 
     Derivation: docs/backward.md §4. Tests: tests/minigrad/op_cases/reduce.py.
     """
-    axes = _axes(axis, a.ndim)
+    axes = _axes(axis, a.ndim, scalar_axis=True)
     out = np.sum(a, axis=axes, keepdims=keepdims)
     shape, ndim = a.shape, a.ndim  # the VJP must not keep ``a`` alive
     return out, lambda g: np.broadcast_to(_keep(g, ndim, axes, keepdims), shape)
@@ -68,7 +79,7 @@ def mean(a, axis=None, keepdims=False):
 
 
 def _extremum(reduce, a, axis, keepdims):
-    axes = _axes(axis, a.ndim)
+    axes = _axes(axis, a.ndim, scalar_axis=True)
     if a.size == 0 and _count(a.shape, axes) == 0:  # only an empty reduction, as NumPy
         raise ValueError(f"{reduce.__name__}: got an empty array of shape {a.shape} with "
                          f"nothing to reduce along axis {axis}; expected at least one element "
@@ -176,7 +187,7 @@ def prod(a, axis=None, keepdims=False):
     Derivation: docs/backward.md §21. Tests: tests/minigrad/op_cases/reduce.py,
     tests/minigrad/ops/test_reduce.py.
     """
-    axes = _axes(axis, a.ndim)
+    axes = _axes(axis, a.ndim, scalar_axis=True)
     out = np.prod(a, axis=axes, keepdims=keepdims)
     ndim = a.ndim
     if not axes:  # nothing reduced: out = a

@@ -137,15 +137,45 @@ def _ldexp(m, e):
     return np.ldexp(m, np.clip(e, -_MAX_EXP, _MAX_EXP).astype(np.int32))
 
 
-def _reverse_logcumsumexp(x, axis):
-    """r_k = ln Σ_{i >= k} e^{x_i} along ``axis``, accumulated pairwise (no overflow)."""
-    return _flip(np.logaddexp.accumulate(_flip(x, axis), axis=axis), axis)
+def _exp_difference(u, w, infinite):
+    """e^(u - w), with ∞ - ∞ (u and w the same infinity, possible only if ``infinite``) taken
+    as 0: they are equal, and e^0 = 1."""
+    with np.errstate(over="ignore", invalid="ignore"):  # -1e308 - 1e308 = -inf: e^-inf = 0
+        d = np.subtract(u, w)
+        if infinite:
+            d = np.where(u == w, 0, d)
+        return np.exp(d)
+
+
+def _scaled_scan(v, m, axis, reverse, infinite):
+    """S_i = Σ_{j <= i} v_j e^{m_j - m_i} (reverse: S_k = Σ_{i >= k} v_i e^{m_k - m_i}) along
+    ``axis``, for a nondecreasing m: every weight is at most 1, so nothing overflows.
+
+    Hillis-Steele doubling: after the step of offset d, each S covers 2d terms, joined to the
+    d before (after) it by the one factor e^{m_j - m_{j+d}}, a difference of two inputs taken
+    directly. So no weight is ever formed from a large running total (as e^{m_k} e^{-m_i} or
+    a cumsum of log-weights would be), whatever the magnitude of m: log2(n) vectorized steps.
+    """
+    s = np.array(v, copy=True)
+    n = s.shape[axis]
+    lead = (slice(None),) * axis
+    d = 1
+    while d < n:
+        lo, hi = lead + (slice(0, n - d),), lead + (slice(d, n),)
+        f = _exp_difference(m[lo], m[hi], infinite)  # e^{m_j - m_{j+d}}
+        if reverse:
+            s[lo] += f * s[hi]  # the product is formed first, from the values before the step
+        else:
+            s[hi] += f * s[lo]
+        d *= 2
+    return s
 
 
 @op(arrays=1)
 def logcumsumexp(a, axis=None):
     """out_i = ln Σ_{j <= i} e^{a_j}.   VJP: ā_k = Σ_{i >= k} ḡ_i e^{a_k - out_i}, in logs.
-
+    The weights e^{a_k - out_i} (prefix softmaxes) come from differences of inputs, relative
+    to the running max, never from the rounded out: exact at any magnitude.
     Derivation: docs/backward.md §22. Tests: tests/minigrad/op_cases/scan.py,
     tests/minigrad/ops/test_scan.py.
     """
@@ -156,13 +186,14 @@ def logcumsumexp(a, axis=None):
     out = np.logaddexp.accumulate(x, axis=ax)
 
     def vjp(g):
-        # ā_k = e^{a_k} Σ_{i >= k} ḡ_i e^{-out_i}, with the sum taken in logs separately for
-        # the positive and the negative part of ḡ, so that nothing overflows
-        with np.errstate(divide="ignore"):
-            log_pos = np.log(np.maximum(g, 0)) - out
-            log_neg = np.log(np.maximum(-g, 0)) - out
-        pos = np.exp(x + _reverse_logcumsumexp(log_pos, ax))
-        neg = np.exp(x + _reverse_logcumsumexp(log_neg, ax))
-        return (pos - neg).reshape(shape)
+        # e^{a_k - out_i} = v_k e^{m_k - m_i} / Z_i with m the running max, v_k = e^{a_k - m_k}
+        # and Z_i = Σ_{j <= i} v_j e^{m_j - m_i} (in [1, i + 1]): so
+        # ā_k = v_k Σ_{i >= k} (ḡ_i / Z_i) e^{m_k - m_i}, two scans of weights <= 1
+        m = np.maximum.accumulate(x, axis=ax)
+        # ∞ - ∞ needs a case only where a running max is infinite (x = +inf implies m = +inf)
+        infinite = not np.isfinite(m).all()
+        v = _exp_difference(x, m, infinite)
+        z = _scaled_scan(v, m, ax, False, infinite)
+        return (v * _scaled_scan(g / z, m, ax, True, infinite)).reshape(shape)
 
     return out, vjp

@@ -249,7 +249,7 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
     return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in zip(edges[:-1], edges[1:])]
 
 
-# ---- issue 14: moves, repeats and triangles (docs/backward.md §31) ---------------------------
+# ---- moves, repeats and triangles (docs/backward.md §31) ------------------------------------
 
 def _axis(op: str, name: str, axis, ndim: int) -> int:
     """``axis`` as an index in [0, ndim), or an AxisError (a ValueError and an IndexError, as

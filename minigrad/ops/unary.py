@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.special as sp
 
-from ..defop import as_floating, op
+from ..defop import JointVJP, as_floating, op
 
 __all__ = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arctanh",
@@ -258,12 +259,25 @@ def hypot(a, b):
 @op(arrays=2)
 def logaddexp(a, b):
     """out = ln(e^a + e^b).   VJP: ā = g e^(a - out), b̄ = g e^(b - out).
-
+    Computed as ā = g σ(a - b), b̄ = g σ(b - a), equal to them but exact where out is rounded
+    (½ and ½ for any a = b, equal infinities included).
     Derivation: docs/backward.md §24. Tests: tests/minigrad/op_cases/unary.py,
     tests/minigrad/ops/test_unary.py.
     """
     out = np.logaddexp(a, b)
-    return out, (lambda g: g * np.exp(a - out), lambda g: g * np.exp(b - out))
+
+    def gradients(g, needed):
+        # σ(a - b), not e^(a - out): out is rounded to its own ulp, which for |out| >= 2^53
+        # (float64; 2^24 in float32) is 1 or more, and a - out then loses the ½ of a = b.
+        # a - b is exact where a = b, also where both are the same infinity (nan there)
+        with np.errstate(invalid="ignore"):
+            d = np.subtract(a, b)
+        if not np.isfinite(d).all():
+            d = np.where(np.equal(a, b), 0, d)  # equal infinities: σ(0) = ½, the limit along a = b
+        return (g * sp.expit(d) if needed[0] else None,
+                g * sp.expit(-d) if needed[1] else None)
+
+    return out, JointVJP(gradients)
 
 
 @op(arrays=1)

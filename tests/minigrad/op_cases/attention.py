@@ -1,6 +1,6 @@
 """Cases for scaled_dot_product_attention (minigrad/ops/attention.py): L != S, broadcast leading
-dimensions, bool and additive masks (the additive one differentiated too), causal, and
-fully masked rows. The reference loops over the leading dimensions and query rows in NumPy.
+dimensions, bool and additive masks (the additive one differentiated too), causal, a mask
+with causal, and fully masked rows. The reference loops over the leading dimensions and query rows in NumPy.
 Inputs from this module's own generator."""
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ def np_sdpa(q, k, v, mask=None, is_causal=False, scale=None):
         for i in range(L):
             scores = s * (k[b] @ q[b][i])
             allowed = np.ones(S, bool)
-            if is_causal:
-                allowed = np.arange(S) <= i
-            elif m is not None and m.dtype == bool:
-                allowed = m[b][i]
+            if m is not None and m.dtype == bool:
+                allowed = m[b][i].copy()
             elif m is not None:
                 scores = scores + m[b][i]
                 allowed = np.isfinite(scores)
+            if is_causal:  # with a mask too: both apply
+                allowed &= np.arange(S) <= i
             if not allowed.any():
                 continue
             z = np.exp(scores[allowed] - scores[allowed].max())
@@ -78,6 +78,18 @@ for L, S in [(4, 4), (3, 5), (5, 2)]:
              lambda q, k, v: np_sdpa(q, k, v, is_causal=True),
              rn((2, L, 3)), rn((2, S, 3)), rn((2, S, 4)))
 
+# a mask with is_causal: a key is read where the mask keeps it and j <= i
+_keep_lower = _rng.random((2, 4, 4)) > 0.4
+_keep_lower[:, :, 0] = True
+add_case("scaled_dot_product_attention", "bool-mask-and-causal",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _keep_lower, is_causal=True),
+         lambda q, k, v: np_sdpa(q, k, v, _keep_lower, is_causal=True),
+         rn((2, 4, 3)), rn((2, 4, 3)), rn((2, 4, 2)))
+add_case("scaled_dot_product_attention", "float-mask-and-causal-differentiated",
+         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m, is_causal=True),
+         lambda q, k, v, m: np_sdpa(q, k, v, m, is_causal=True),
+         rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)), rn((3, 5)))
+
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
 @torch_table
@@ -102,3 +114,9 @@ def _torch_references(torch, add):
         lambda q, k, v: sdpa(q, k, v, is_causal=True, scale=0.4),
         lambda q, k, v: t_sdpa(q, k, v, is_causal=True, scale=0.4),
         rn(2, 4, 3), rn(2, 4, 3), rn(2, 4, 2))
+    # torch 2.13 applies a mask and is_causal together in its CPU flash kernel (4-d inputs,
+    # E = Ev, a mask without gradient); its math kernel refuses the pair
+    add("scaled_dot_product_attention", "bool-mask-and-causal",
+        lambda q, k, v: sdpa(q, k, v, keep, is_causal=True),
+        lambda q, k, v: t_sdpa(q, k, v, attn_mask=torch.as_tensor(keep), is_causal=True),
+        rn(2, 2, 3, 4), rn(2, 2, 5, 4), rn(2, 2, 5, 4))

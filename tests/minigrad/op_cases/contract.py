@@ -73,6 +73,20 @@ for sa, sb in [((4,), (4,)), ((3, 4), (5, 4)), ((2, 3, 4), (4,)), ((), (2, 3))]:
                            (a.reshape(-1, a.shape[-1]) @ b.reshape(-1, b.shape[-1]).T)
                            .reshape(a.shape[:-1] + b.shape[:-1])), rn(*sa), rn(*sb))
 
+# a labelled axis of size 1 in one operand and n in another (NumPy broadcasts it): the first
+# operand's gradient is summed back to 1, the second's spread out to n (own generator, so the
+# cases above keep their inputs)
+_gen = np.random.default_rng(1408)
+for sub, ref, shapes in [
+    ("ij,ij->i", lambda a, b: np.sum(a * b, axis=1), [(3, 1), (3, 5)]),
+    ("ijk,ijk->ij", lambda a, b: np.sum(a * b, axis=-1), [(3, 4, 5), (3, 4, 1)]),
+    ("ij,jk->ik", lambda a, b: a.sum(axis=1, keepdims=True) * b.sum(axis=0), [(3, 1), (4, 5)]),
+    ("i,i->", lambda a, b: np.sum(a * b), [(1,), (4,)]),
+]:
+    add_case("einsum", f"size-1-label-{sub}-{_sid(*shapes)}",
+             lambda *xs, sub=sub: F.einsum(sub, *xs), ref,
+             *[np.asarray(_gen.standard_normal(s)) for s in shapes])
+
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
 @torch_table
@@ -102,3 +116,7 @@ def _torch_references(torch, add):
          rn(2, 3), rn(4))
     case("inner", "3x4@5x4", F.inner, torch.inner, rn(3, 4), rn(5, 4))
     case("inner", "1d", F.inner, torch.inner, rn(4), rn(4))
+    for sub, shapes in [("ij,ij->i", [(3, 1), (3, 5)]), ("ijk,ijk->ij", [(3, 4, 5), (3, 4, 1)]),
+                        ("ij,jk->ik", [(3, 1), (4, 5)])]:  # torch broadcasts size 1 too
+        case("einsum", f"size-1-label-{sub}", lambda *xs, s=sub: F.einsum(s, *xs),
+             lambda *xs, s=sub: torch.einsum(s, *xs), *[rn(*s) for s in shapes])

@@ -24,6 +24,11 @@ for axis in [None, 0, -1, (0, 2)]:
                  lambda a, ax=axis, kd=kd: F.logsumexp(a, axis=ax, keepdims=kd),
                  lambda a, ax=axis, kd=kd: sp.logsumexp(a, axis=ax, keepdims=kd), rn((2, 3, 4)))
 add_case("logsumexp", "0d", F.logsumexp, sp.logsumexp, rn(()))
+# rows with equal maxima: the gradient splits evenly among them (fixed inputs: no draw from
+# the shared generator, so the cases after these keep their inputs)
+add_case("logsumexp", "equal-maxima", lambda a: F.logsumexp(a, axis=-1),
+         lambda a: sp.logsumexp(a, axis=-1),
+         np.array([[0.5, 0.5, 0.5, 0.5], [-3.0, -3.0, -3.0, -3.0], [2.0, 2.0, -1.0, 2.0]]))
 
 
 def np_layer_norm(x, w=None, b=None, eps=1e-5):

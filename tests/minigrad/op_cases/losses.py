@@ -151,6 +151,30 @@ add_case("cross_entropy", "ignore_index=3",
          lambda z: F.cross_entropy(z, np.array([3, 0, 3, 1]), ignore_index=3),
          lambda z: np_ce(z, np.array([3, 0, 3, 1]), ignore_index=3), rn(4, 5))
 
+# the class axis: cross_entropy(axis=1) is torch's (N, C, d) layout, nll_loss(axis=-1) takes
+# (N, d, C); references move the axis to where np_ce / np_nll read it (own generator, so the
+# cases above keep their inputs)
+_gen = np.random.default_rng(2815)
+_ya = np.array([[1, -100, 4], [0, 2, 2]])  # (2, 3) for logits (2, 5, 3), classes on axis 1
+for red in REDUCTIONS:
+    add_case("cross_entropy", f"axis=1-weight-ignore-{red}-ls=0.1",
+             lambda z, r=red: F.cross_entropy(z, _ya, weight=_wc, reduction=r,
+                                              label_smoothing=0.1, axis=1),
+             lambda z, r=red: np_ce(np.moveaxis(z, 1, -1), _ya, weight=_wc, reduction=r,
+                                    label_smoothing=0.1),
+             np.asarray(_gen.standard_normal((2, 5, 3))))
+    add_case("cross_entropy", f"axis=1-soft-{red}",
+             lambda z, t, r=red: F.cross_entropy(z, t, reduction=r, axis=1),
+             lambda z, t, r=red: np_ce(np.moveaxis(z, 1, -1), np.moveaxis(t, 1, -1), reduction=r),
+             np.asarray(_gen.standard_normal((2, 5, 3))),
+             np.asarray(_gen.uniform(0.1, 1.0, (2, 5, 3))))
+    add_case("nll_loss", f"axis=-1-weight-ignore-{red}",
+             lambda a, r=red: F.nll_loss(a, _ya, weight=_wc, reduction=r, axis=-1),
+             lambda a, r=red: np_nll(np.moveaxis(a, -1, 1), _ya, weight=_wc, reduction=r),
+             np.asarray(_gen.standard_normal((2, 3, 5))))
+add_case("cross_entropy", "axis=0", lambda z: F.cross_entropy(z, np.array([3, 0, 4, 4]), axis=0),
+         lambda z: np_ce(z.T, np.array([3, 0, 4, 4])), np.asarray(_gen.standard_normal((5, 4))))
+
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
 @torch_table
@@ -287,3 +311,17 @@ def _torch_every_argument(torch, add):
                  lambda a, t, r=red, ls=ls: TF.cross_entropy(a, t, weight=tw(_wc, a),
                                                              reduction=r, label_smoothing=ls),
                  rn(4, 5), rng.dirichlet(np.ones(5), 4))
+        # the class axis: axis=1 is torch's own layout, nothing permuted
+        case(f"cross_entropy-axis=1-weight-ignore-{red}",
+             lambda a, r=red: F.cross_entropy(a, _y3, weight=_wc, reduction=r,
+                                              label_smoothing=0.1, axis=1),
+             lambda a, r=red: TF.cross_entropy(a, torch.from_numpy(_y3), weight=tw(_wc, a),
+                                               reduction=r, label_smoothing=0.1), rn(2, 5, 3))
+        case(f"cross_entropy-axis=1-soft-{red}",
+             lambda a, t, r=red: F.cross_entropy(a, t, reduction=r, axis=1),
+             lambda a, t, r=red: TF.cross_entropy(a, t, reduction=r), rn(2, 5, 3),
+             np.moveaxis(rng.dirichlet(np.ones(5), (2, 3)), -1, 1))
+        case(f"nll_loss-axis=-1-weight-ignore-{red}",
+             lambda a, r=red: F.nll_loss(a, _y3, weight=_wc, reduction=r, axis=-1),
+             lambda a, r=red: TF.nll_loss(a.permute(0, 2, 1), torch.from_numpy(_y3),
+                                          weight=tw(_wc, a), reduction=r), rn(2, 3, 5))

@@ -1,6 +1,6 @@
 """Cases for minigrad/ops/reduce.py: every axis form, keepdims, ddof.
 
-std, prod and norm (issue 14) have their own seeded inputs (``_rng_a``), so that the
+std, prod and norm have their own seeded inputs (``_rng_a``), so that the
 older reduce cases keep theirs: every axis form, keepdims, ddof; prod with one and two
 zeros in a slice (prod is linear in each input, so finite differences are exact there);
 norm's vector orders and the Frobenius norm. References are formulas, not the op's NumPy
@@ -72,6 +72,11 @@ def _torch_references(torch, add):
                  lambda a, ax=axis, kd=kd, d=ddof: F.var(a, axis=ax, ddof=d, keepdims=kd),
                  lambda a, ax=axis, kd=kd, d=ddof: torch.var(a, dim=_dims(ax, a.ndim), correction=d,
                                                              keepdim=kd), rn(3, 4))
+    for name, tf in [("sum", torch.sum), ("prod", torch.prod), ("max", torch.amax),
+                     ("min", torch.amin)]:  # a 0-d tensor over dim 0 or -1: itself
+        for axis in (0, -1):
+            case(name, f"0d-axis={axis}", lambda a, f=getattr(F, name), ax=axis: f(a, axis=ax),
+                 lambda a, tf=tf, ax=axis: tf(a, ax), np.array(0.7))
 
 
 # ---- std, prod, norm ------------------------------------------------------------------------
@@ -107,6 +112,14 @@ add_case("prod", "zeros-axis=1", lambda a: F.prod(a, axis=1),
          lambda a: np.array([a[i, 0] * a[i, 1] * a[i, 2] * a[i, 3] for i in range(3)]), _z)
 add_case("prod", "one-zero-all", F.prod, lambda a: np.prod(a.reshape(-1)), _z[0])
 add_case("prod", "0d", F.prod, lambda a: a * 1.0, rn_a())
+# a 0-d array over an int axis 0 or -1: NumPy's ufunc reductions return it (fixed input: no
+# draw from the generators, so the cases after these keep their inputs)
+for name in ("sum", "prod", "max", "min"):
+    for axis, kd in [(0, False), (-1, True)]:
+        add_case(name, f"0d-axis={axis}-keepdims={kd}",
+                 lambda a, f=getattr(F, name), ax=axis, kd=kd: f(a, axis=ax, keepdims=kd),
+                 lambda a, npf=getattr(np, name), ax=axis, kd=kd: npf(a, axis=ax, keepdims=kd),
+                 np.array(0.7))
 
 
 def _pnorm(x, p, axis=None, keepdims=False):

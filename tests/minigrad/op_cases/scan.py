@@ -56,6 +56,10 @@ add_case("logcumsumexp", "large", lambda a: F.logcumsumexp(a, axis=-1),
          lambda a: _logcumsumexp(a, -1),
          np.array([[800.0, 801.0, 799.5, -800.0], [-750.0, -751.0, -749.0, -760.0]]),
          gc=dict(atol=1e-6))
+# equal values and ties of the running max: the weights e^{m_j - m_i} are 1 across them
+add_case("logcumsumexp", "equal", lambda a: F.logcumsumexp(a, axis=-1),
+         lambda a: _logcumsumexp(a, -1),
+         np.array([[0.5, 0.5, 0.5, 0.5, 0.5], [-2.0, 1.0, 1.0, -2.0, 1.0]]))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------

@@ -97,6 +97,10 @@ add_case("logaddexp", "large", F.logaddexp,
          lambda x, y: np.maximum(x, y) + np.log1p(np.exp(-np.abs(x - y))),
          np.array([700.0, -700.0, 50.0, 3.0]), np.array([699.0, -702.0, 50.0, -40.0]),
          gc=dict(atol=1e-6))
+# a = b: the gradient is σ(0) = ½ each (the engine's ties must not tip it either way)
+_equal = np.array([[-2.5, 0.0, 1.25], [3.0, -0.5, 40.0]])
+add_case("logaddexp", "equal", F.logaddexp,
+         lambda x, y: np.maximum(x, y) + np.log1p(np.exp(-np.abs(x - y))), _equal, _equal.copy())
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -137,6 +141,11 @@ def _torch_references(torch, add):
         case(name, "bcast", getattr(F, name), getattr(torch, tname), rn(3, 1, 4), rn(5, 4))
         case(name, "0d", getattr(F, name), getattr(torch, tname), rn(), rn(2, 3))
     case("arctan2", "origin", F.arctan2, torch.atan2, np.array([0.0, 1.0]), np.array([0.0, -1.0]))
+    # equal and one-ulp-apart inputs past 2^24 (float32) and 2^53 (float64), where ln(e^a + e^b)
+    # rounds to a or a + ulp: the gradient is σ(a - b) all the same
+    case("logaddexp", "large", F.logaddexp, torch.logaddexp,
+         np.array([1e20, -1e20, 1e7, -1e7, 1e18, 1e7]),
+         np.array([1e20, -1e20, 1e7 + 1, -1e7, 1e18, 1e7 - 2]), dtypes=(np.float64, np.float32))
     _b = np.where(rng.random(4) < 0.5, -1.0, 1.0) * uni(0.5, 2.0, 4)
     case("mod", "bcast", F.mod, torch.remainder, _b * (rng.choice([-3.0, 1.0, 2.0], (3, 4))
                                                       + uni(0.1, 0.9, 3, 4)), _b)

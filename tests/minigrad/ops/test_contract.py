@@ -85,6 +85,40 @@ def test_a_broadcast_label_gets_its_gradient_summed():
     np.testing.assert_allclose(gb, g * a, rtol=1e-15)
 
 
+SIZE_ONE_LABELS = [  # a label of size 1 in one operand, larger in another (NumPy broadcasts)
+    ("ij,ij->i", [(3, 1), (3, 5)]), ("ij,ij->i", [(3, 5), (3, 1)]),
+    ("ijk,ijk->ij", [(3, 4, 1), (3, 4, 5)]), ("ij,jk->ik", [(3, 1), (4, 5)]),
+    ("ij,jk->ik", [(3, 4), (1, 5)]), ("i,i->", [(1,), (4,)]), ("i,i", [(4,), (1,)]),
+    ("ij,jk,kl->il", [(2, 1), (3, 4), (1, 2)]), ("ij,ij->", [(1, 4), (3, 1)]),
+    ("ii,i->i", [(1, 1), (3,)]), ("bij,bj->bi", [(2, 3, 1), (1, 4)]),
+]
+
+
+@pytest.mark.parametrize("sub, shapes", SIZE_ONE_LABELS, ids=[f"{s}-{shapes}" for s, shapes in
+                                                             SIZE_ONE_LABELS])
+def test_a_label_broadcast_from_size_one_is_summed_back_and_spread_out(sub, shapes):
+    """A label of size 1 in operand A and n in operand B: A's gradient is summed back over the
+    n (A's one element meets all of them), and B's, computed from A's size-1 axis, is constant
+    along it and spread out to B's n. Both shapes are the operands'."""
+    gen = np.random.default_rng(1407)
+    xs = [gen.standard_normal(s) for s in shapes]
+    ts = [mg.Tensor(x, requires_grad=True) for x in xs]
+    out = F.einsum(sub, *ts)
+    np.testing.assert_allclose(out.data, np.einsum(sub, *xs), rtol=1e-13, atol=1e-14)
+    out.backward(gen.standard_normal(out.shape))
+    assert [t.grad.shape for t in ts] == [x.shape for x in xs]
+    mg.gradcheck(lambda *a: F.einsum(sub, *a), xs)
+
+
+def test_a_size_one_label_of_the_other_operand_gives_a_constant_gradient():
+    """'ij,ij->i', a (3, 1), b (3, 5): out_i = a_i0 Σ_j b_ij, so b̄_ij = ḡ_i a_i0 for every j
+    and ā_i0 = ḡ_i Σ_j b_ij."""
+    a, b, g = np.array([[2.0], [-1.0], [0.5]]), np.arange(15.0).reshape(3, 5), np.array([1.0, 3.0, -2.0])
+    ga, gb = _grads("ij,ij->i", [a, b], g)
+    np.testing.assert_array_equal(gb, np.broadcast_to(g[:, None] * a, (3, 5)))
+    np.testing.assert_array_equal(ga, (g * b.sum(axis=1))[:, None])
+
+
 def test_the_same_tensor_twice_accumulates():
     x = mg.Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     F.einsum("i,i", x, x).backward()  # Σ x_i²: 2x

@@ -224,6 +224,55 @@ def test_logsumexp_matches_scipy(scale, axis, keepdims):
     assert np.all(np.isfinite(g))
 
 
+def _lse_grad(x, axis=-1, keepdims=False, seed=0):
+    """logsumexp's value and gradient for a non-uniform cotangent (and the cotangent)."""
+    t = mg.Tensor(x.copy(), requires_grad=True)
+    out = F.logsumexp(t, axis=axis, keepdims=keepdims)
+    cot = np.random.default_rng(seed).uniform(0.5, 2.0, out.shape).astype(x.dtype)
+    with np.errstate(invalid="ignore"):  # a nan row
+        out.backward(cot)
+    return out.data, t.grad, cot
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_gradient_of_large_equal_inputs_is_the_uniform_softmax(dtype):
+    """x̄ = g softmax(x): ¼ of g to each of four equal inputs, however large. e^(x - y) with y
+    rounded to its ulp gave 1 each at 1e20 (float64) and e^-1 each at 1e7 (float32)."""
+    x = np.array([[1e20] * 4, [-1e20] * 4, [1e7] * 4, [-3e7] * 4, [0.5] * 4], dtype)
+    _, grad, cot = _lse_grad(x)
+    np.testing.assert_array_equal(grad, np.repeat(cot[:, None] / 4, 4, axis=1))  # exact
+    assert grad.dtype == dtype
+    _, grad, cot = _lse_grad(np.full((3, 4), 1e20, dtype), axis=None)  # one slice of 12
+    np.testing.assert_allclose(grad, np.full((3, 4), cot / 12), rtol=4 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_gradient_of_large_inputs_one_apart_is_their_softmax(dtype):
+    """[b, b, b + 1, b - 2] with b = 1e7 (all exact in float32): softmax of [0, 0, 1, -2]."""
+    b = 1e7
+    x = np.array([[b, b, b + 1, b - 2], [-b, -b, -b + 1, -b - 2]], dtype)
+    _, grad, cot = _lse_grad(x, keepdims=True)
+    e = np.exp([0.0, 0.0, 1.0, -2.0])
+    expected = cot * (e / e.sum())  # cot (2, 1) broadcasts
+    np.testing.assert_allclose(grad, expected, rtol=8 * np.finfo(dtype).eps)
+
+
+def test_logsumexp_gradient_at_infinities():
+    """The softmax's limit: a +inf takes the whole gradient from the finite inputs, several
+    +inf share it equally, and an all -inf slice shares it equally too (its limit along
+    x = t·1, t -> -inf; PyTorch gives nan for all three); a nan keeps its slice nan."""
+    inf, nan = np.inf, np.nan
+    x = np.array([[inf, 1.0, -inf, 2.0], [inf, -inf, inf, 0.0], [-inf] * 4,
+                  [-inf, 3.0, -inf, -inf], [nan, 1.0, 2.0, 3.0]])
+    out, grad, cot = _lse_grad(x)
+    np.testing.assert_array_equal(out, [inf, inf, -inf, 3.0, nan])
+    share = np.array([[1, 0, 0, 0], [0.5, 0, 0.5, 0], [0.25] * 4, [0, 1, 0, 0], [nan] * 4])
+    np.testing.assert_array_equal(grad, cot[:, None] * share)
+    out, grad, cot = _lse_grad(np.array([[inf, 1.0], [2.0, inf]]), axis=None)
+    assert out == inf
+    np.testing.assert_array_equal(grad, cot * np.array([[0.5, 0], [0, 0.5]]))
+
+
 @pytest.mark.parametrize("scale", [1e4, -1e4])
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
 def test_cross_entropy_large_logits(scale, label_smoothing):

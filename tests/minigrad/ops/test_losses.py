@@ -207,3 +207,123 @@ def test_the_wrong_kind_of_array_is_a_type_error_naming_the_op(name, kind, make,
     assert str(e.value).startswith(name)
     got = call(values.tolist())  # a nested list is the array it spells
     np.testing.assert_array_equal(got.data, call(values).data)
+
+
+# ---- the class axis: one rule for cross_entropy and nll_loss ---------------------------------
+# The classes lie along ``axis`` of the input (cross_entropy's default -1, nll_loss's torch's
+# 1, or 0 for a (C,) input); a label array has the input's shape without that axis, soft
+# targets the input's shape, class weights (C,).
+_AX = np.random.default_rng(1417)
+Z3 = _AX.standard_normal((2, 4, 3))  # classes on axis 1: C = 4
+Y3 = np.array([[0, 3, 1], [2, 2, 0]])  # (2, 3): Z3's shape without axis 1
+T3 = _AX.uniform(0.1, 1.0, (2, 4, 3))  # soft targets, not normalised
+W4 = np.array([0.5, 2.0, 1.0, 1.5])
+
+
+def _ce_cases():
+    return [
+        ("labels", Y3, {}),
+        ("labels-weight-ignore-smoothing", np.where(Y3 == 2, -1, Y3),
+         dict(weight=W4, ignore_index=-1, label_smoothing=0.1)),
+        ("soft", T3, {}),
+        ("soft-weight-smoothing", T3, dict(weight=W4, label_smoothing=0.2)),
+    ]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label, target, kw", _ce_cases(), ids=[c[0] for c in _ce_cases()])
+def test_cross_entropy_axis_takes_the_classes_from_that_axis(label, target, kw, reduction):
+    """cross_entropy(z, y, axis=1) = cross_entropy(z with axis 1 moved last, y): values,
+    the logits' and the soft targets' gradients (moved back)."""
+    soft = target.dtype.kind == "f"
+    z, t = mg.Tensor(Z3.copy(), requires_grad=True), mg.Tensor(target.copy(), requires_grad=soft)
+    out = F.cross_entropy(z, t if soft else target, reduction=reduction, axis=1, **kw)
+    zl = mg.Tensor(np.moveaxis(Z3, 1, -1).copy(), requires_grad=True)
+    tl = mg.Tensor(np.moveaxis(target, 1, -1).copy() if soft else target, requires_grad=soft)
+    want = F.cross_entropy(zl, tl if soft else target, reduction=reduction, **kw)
+    assert out.shape == want.shape
+    np.testing.assert_allclose(out.data, want.data, rtol=1e-14, atol=1e-15)
+    cot = _AX.standard_normal(out.shape)
+    out.backward(cot)
+    want.backward(cot)
+    np.testing.assert_allclose(z.grad, np.moveaxis(zl.grad, -1, 1), rtol=1e-14, atol=1e-15)
+    if soft:
+        np.testing.assert_allclose(t.grad, np.moveaxis(tl.grad, -1, 1), rtol=1e-14, atol=1e-15)
+    if soft:  # logits and targets both differentiated, in float64 against finite differences
+        mg.gradcheck(lambda a, b: F.cross_entropy(a, b, reduction=reduction, axis=1, **kw),
+                     [Z3.copy(), target.copy()])
+    else:
+        mg.gradcheck(lambda a: F.cross_entropy(a, target, reduction=reduction, axis=1, **kw),
+                     [Z3.copy()])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, -3])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_nll_loss_of_log_softmax_is_cross_entropy_along_any_axis(axis, reduction):
+    """The one rule: F.nll_loss(F.log_softmax(z, axis), y, axis=axis) is
+    F.cross_entropy(z, y, axis=axis), weights and ignored labels included."""
+    C = Z3.shape[axis]
+    y = _AX.integers(0, C, np.delete(Z3.shape, axis % 3))
+    y.flat[0] = -7
+    w = _AX.uniform(0.5, 2.0, C)
+    kw = dict(weight=w, ignore_index=-7, reduction=reduction)
+    za, zb = (mg.Tensor(Z3.copy(), requires_grad=True) for _ in range(2))
+    nll = F.nll_loss(F.log_softmax(za, axis=axis), y, axis=axis, **kw)
+    ce = F.cross_entropy(zb, y, axis=axis, **kw)
+    np.testing.assert_allclose(nll.data, ce.data, rtol=1e-14, atol=1e-15)
+    cot = _AX.standard_normal(ce.shape)
+    nll.backward(cot)
+    ce.backward(cot)
+    np.testing.assert_allclose(za.grad, zb.grad, rtol=1e-13, atol=1e-15)
+    mg.gradcheck(lambda a: F.nll_loss(a, y, axis=axis, **kw), [Z3.copy()])
+
+
+def test_the_class_axis_defaults_are_each_ops_own():
+    """cross_entropy: the last axis; nll_loss: axis 1 (torch's), a (C,) input its only axis."""
+    zl = np.moveaxis(Z3, 1, -1)
+    assert F.cross_entropy(zl, Y3).item() == F.cross_entropy(zl, Y3, axis=-1).item()
+    assert F.cross_entropy(zl, Y3).item() == F.cross_entropy(zl, Y3, axis=2).item()
+    assert F.nll_loss(Z3, Y3).item() == F.nll_loss(Z3, Y3, axis=1).item()
+    v = np.log(np.array([0.2, 0.3, 0.5]))
+    assert F.nll_loss(v, np.array(2)).item() == F.nll_loss(v, np.array(2), axis=0).item()
+    np.testing.assert_allclose(F.nll_loss(v, np.array(2)).item(), -v[2], rtol=1e-15)
+
+
+def test_cross_entropy_axis_1_is_torchs_cross_entropy():
+    """torch takes the classes on axis 1: cross_entropy(..., axis=1) on the same (N, C, d)
+    logits, labels and soft targets, values and gradients."""
+    torch = pytest.importorskip("torch")
+    for target, kw in [(Y3, dict(weight=W4, label_smoothing=0.1)), (T3, dict(weight=W4))]:
+        z = mg.Tensor(Z3.copy(), requires_grad=True)
+        out = F.cross_entropy(z, target, axis=1, **kw)
+        tz = torch.tensor(Z3, requires_grad=True)
+        tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        tout = torch.nn.functional.cross_entropy(tz, torch.tensor(target), **tkw)
+        np.testing.assert_allclose(out.item(), tout.item(), rtol=1e-13)
+        out.backward()
+        tout.backward()
+        np.testing.assert_allclose(z.grad, tz.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("call, err, words", [
+    (lambda: F.cross_entropy(Z3, Y3, axis=3), np.exceptions.AxisError, "cross_entropy axis"),
+    (lambda: F.cross_entropy(Z3, Y3, axis=1.0), TypeError, "cross_entropy axis"),
+    (lambda: F.cross_entropy(Z3, Y3, axis=None), TypeError, "cross_entropy axis"),
+    (lambda: F.cross_entropy(Z3, Y3, axis=2), ValueError,
+     r"cross_entropy target: got integer labels of shape \(2, 3\); expected shape \(2, 4\)"),
+    (lambda: F.cross_entropy(Z3, T3[:, :3], axis=1), ValueError,
+     r"cross_entropy target: got soft targets of shape \(2, 3, 3\); expected the logits' "
+     r"shape \(2, 4, 3\)"),
+    (lambda: F.cross_entropy(Z3.astype(int), Y3, axis=1), ValueError,
+     r"cross_entropy logits: got shape \(2, 4, 3\) dtype int64; expected a floating array, "
+     r"with the classes on axis 1"),
+    (lambda: F.cross_entropy(Z3[:, :0], Y3, axis=1), ValueError,
+     r"cross_entropy logits: got shape \(2, 0, 3\), no classes on axis 1"),
+    (lambda: F.nll_loss(Z3, Y3, axis=-4), np.exceptions.AxisError, "nll_loss axis"),
+    (lambda: F.nll_loss(Z3, Y3, axis=True), TypeError, "nll_loss axis"),
+    (lambda: F.nll_loss(Z3, Y3, axis=0), ValueError,
+     r"nll_loss target: got integer labels of shape \(2, 3\); expected shape \(4, 3\)"),
+])
+def test_a_bad_class_axis_names_itself(call, err, words):
+    with pytest.raises(err, match=words):
+        call()

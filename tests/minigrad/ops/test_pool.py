@@ -192,30 +192,81 @@ def test_pad_matches_torch(shape, pw, mode, value, dtype):
 @pytest.mark.parametrize("pw", [3, (1, 2), [[2, 0], [0, 3]], ((1,), (2,)), np.array([[1, 1]])])
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
 def test_pad_width_as_numpy_reads_it(pw, mode):
-    x = rng.standard_normal((3, 4))
+    x = rng.standard_normal((4, 5))  # wider than every pad: reflect takes them all
     np.testing.assert_array_equal(F.pad(x, pw, mode).data, np.pad(x, pw, mode))
     report = mg.gradcheck(lambda t: F.pad(t, pw, mode), [x], atol=1e-8, rtol=1e-6)
     assert report.ok
 
 
-def test_pad_reflect_wider_than_the_axis_sums_every_copy():
-    """[a, b, c] reflected by 5 each side is b a b c b | a b c | b a b c b (NumPy's
-    repeated reflection): each element's gradient counts its copies, a 3, b 7, c 3."""
+def test_pad_copies_of_an_element_each_send_it_their_gradient():
+    """[a, b, c] reflected by 2 each side (the most reflect takes) is c b | a b c | b a: a 2,
+    b 3, c 2 copies. Edge repeats the ends any number of times."""
     t = mg.Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
-    out = F.pad(t, 5, mode="reflect")
-    np.testing.assert_array_equal(out.data, np.pad(t.data, 5, mode="reflect"))
-    out.backward(np.ones(13))
-    np.testing.assert_array_equal(t.grad, [3.0, 7.0, 3.0])
+    out = F.pad(t, 2, mode="reflect")
+    np.testing.assert_array_equal(out.data, [3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0])
+    out.backward(np.ones(7))
+    np.testing.assert_array_equal(t.grad, [2.0, 3.0, 2.0])
     e = mg.Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     F.pad(e, (2, 4), mode="edge").backward(np.arange(9.0))
     np.testing.assert_array_equal(e.grad, [0 + 1 + 2, 3, 4 + 5 + 6 + 7 + 8])
+
+
+REFLECT_TOO_WIDE = [  # (shape, pad_width): a width >= the axis' length
+    ((3,), 3), ((3,), (0, 5)), ((3,), (4, 0)), ((1, 4), ((1, 0), (1, 1))),
+    ((2, 3, 7), ((0, 0), (0, 0), (7, 0))), ((2, 5), ((0, 0), (2, 5))),
+]
+
+
+@pytest.mark.parametrize("shape, pw", REFLECT_TOO_WIDE, ids=[f"{s}-{p}" for s, p in REFLECT_TOO_WIDE])
+def test_pad_reflect_as_wide_as_the_axis_is_refused_naming_pad_width(shape, pw):
+    """Reflect mirrors the axis without its edge, so it has n - 1 elements to give on each
+    side; NumPy reflects again past that, torch refuses, and so does pad: a ValueError
+    naming pad_width, the axis and its length."""
+    t = mg.Tensor(np.ones(shape), requires_grad=True)
+    with pytest.raises(ValueError, match=r"^pad pad_width: got .* for axis \d+ of length \d+ "
+                                         r"with mode 'reflect'; expected widths of at most"):
+        F.pad(t, pw, mode="reflect")
+    F.pad(t, pw, mode="edge")  # edge repeats the end: any width
+    F.pad(t, pw)
+
+
+def test_pad_reflect_width_rule_is_torchs():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(1, 2, 3)
+    torch.nn.functional.pad(x, (2, 2), mode="reflect")  # n - 1: taken
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        torch.nn.functional.pad(x, (3, 0), mode="reflect")
+    F.pad(np.zeros((1, 2, 3)), ((0, 0), (0, 0), (2, 2)), mode="reflect")
+
+
+@pytest.mark.parametrize("pw", [1, (1, 2), ((0, 1),), [[2, 2]]])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_of_a_0d_array_is_refused_naming_pad_width(pw, mode):
+    """A 0-d array has no axis to pad: np.pad returns it unchanged whatever the widths,
+    torch.nn.functional.pad refuses; a ValueError naming pad_width (not NumPy's own
+    TypeError from inside np.pad)."""
+    t = mg.Tensor(np.array(1.5), requires_grad=True)
+    with pytest.raises(ValueError, match=r"^pad pad_width: got .* for a 0-d x; expected "
+                                         r"zero widths .*no axis to pad"):
+        F.pad(t, pw, mode)
+
+
+@pytest.mark.parametrize("pw", [0, (0, 0), [[0, 0]]])
+def test_pad_of_a_0d_array_by_zero_is_the_array_as_numpy(pw):
+    t = mg.Tensor(np.array(1.5), requires_grad=True)
+    out = F.pad(t, pw)
+    np.testing.assert_array_equal(out.data, np.pad(t.data, pw))
+    assert out.shape == ()
+    out.backward(np.array(2.0))
+    assert t.grad.shape == () and t.grad == 2.0
 
 
 def test_float32_stays_float32_and_inputs_unchanged():
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
     keep = x.copy()
     for f in (lambda t: F.max_pool2d(t, 3, 2, 1), lambda t: F.avg_pool2d(t, 3, 2, 1),
-              lambda t: F.pad(t, 2, "reflect"), lambda t: F.pad(t, 1, value=2.0)):
+              lambda t: F.pad(t, ((0, 0), (0, 0), (2, 2), (2, 2)), "reflect"),
+              lambda t: F.pad(t, 1, value=2.0)):
         t = mg.Tensor(x, requires_grad=True)
         out = f(t)
         out.backward(np.ones(out.shape, np.float32))

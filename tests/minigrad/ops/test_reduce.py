@@ -179,3 +179,71 @@ def test_norm_keeps_float32_and_takes_integers_as_float64():
     out.backward()
     assert t.grad.dtype == np.float32
     assert F.norm(np.array([3, 4])).dtype == np.float64
+
+
+# ---- a 0-d array reduced over axis 0 or -1 ----------------------------------------------------
+# NumPy's ufunc reductions (np.sum, np.prod, np.max, np.min) take an int axis 0 or -1 on a 0-d
+# array and return it (a tuple axis (0,) is out of bounds there); np.mean, np.var, np.std and
+# np.linalg.norm refuse any axis of a 0-d array. minigrad follows NumPy in both.
+ZERO_D_REDUCTIONS = ["sum", "prod", "max", "min"]
+
+
+@pytest.mark.parametrize("axis", [0, -1, np.int64(0), np.int8(-1)], ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ZERO_D_REDUCTIONS)
+def test_a_0d_array_reduced_over_axis_0_or_minus_1_is_itself_as_numpy(name, dtype, keepdims, axis):
+    x = np.array(-2.5, dtype)
+    want = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+    out, grad = _grad(lambda t: getattr(F, name)(t, axis=axis, keepdims=keepdims), x, 1.75, dtype)
+    assert out.shape == np.shape(want) == ()
+    assert out.dtype == np.asarray(want).dtype == dtype
+    np.testing.assert_array_equal(out.data, want)
+    assert grad.shape == () and grad.dtype == dtype
+    np.testing.assert_array_equal(grad, 1.75)  # out = x: ā = ḡ
+
+
+@pytest.mark.parametrize("x", [np.array(3), np.array(True), np.array(7, np.int8)], ids=str)
+@pytest.mark.parametrize("name", ZERO_D_REDUCTIONS)
+def test_a_0d_integer_or_bool_array_reduced_over_axis_0_has_numpys_value_and_dtype(name, x):
+    want = getattr(np, name)(x, axis=0)
+    out = getattr(F, name)(x, axis=-1)
+    assert out.dtype == np.asarray(want).dtype and out.shape == ()
+    np.testing.assert_array_equal(out.data, want)
+
+
+@pytest.mark.parametrize("name", ZERO_D_REDUCTIONS + ["mean", "var", "std", "norm"])
+@pytest.mark.parametrize("axis", [(0,), (-1,), 1, -2])
+def test_a_0d_array_refuses_a_tuple_axis_or_another_axis_as_numpy(name, axis):
+    x = np.array(1.5)
+    ref = np.linalg.norm if name == "norm" else getattr(np, name)
+    with pytest.raises(np.exceptions.AxisError):
+        ref(x, axis=axis)
+    with pytest.raises(np.exceptions.AxisError):
+        getattr(F, name)(mg.Tensor(x, requires_grad=True), axis=axis)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "norm"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_mean_var_std_norm_of_a_0d_array_refuse_axis_0_as_numpy(name, axis):
+    x = np.array(1.5)
+    ref = np.linalg.norm if name == "norm" else getattr(np, name)
+    with pytest.raises(np.exceptions.AxisError):
+        ref(x, axis=axis)
+    with pytest.raises(np.exceptions.AxisError):
+        getattr(F, name)(mg.Tensor(x, requires_grad=True), axis=axis)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "any", "all", "cumsum", "cumprod",
+                                  "logsumexp", "logcumsumexp"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_the_other_reductions_and_scans_of_a_0d_array_over_axis_0_are_numpys(name, axis):
+    x = np.array(0.75)
+    refs = {"logsumexp": lambda a, axis: a * 1.0,  # ln e^a; a scan of a 0-d array is (1,)
+            "logcumsumexp": lambda a, axis: np.reshape(a * 1.0, 1)}
+    ref = refs[name] if name in refs else getattr(np, name)
+    out = getattr(F, name)(x, axis=axis)
+    want = ref(x, axis=axis)
+    data = out.data if isinstance(out, mg.Tensor) else out
+    assert data.shape == np.shape(want) and data.dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(data, want)

@@ -80,6 +80,48 @@ def test_logaddexp_of_large_values_is_exact_and_its_gradient_a_softmax():
     np.testing.assert_allclose(gb, [0.5, 0.5], rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logaddexp_gradient_splits_equally_for_large_equal_inputs(dtype):
+    """∂/∂a ln(e^a + e^b) = σ(a - b): ½ wherever a = b, however large. e^(a - out) with out
+    rounded lost it (1e20 gave 1 and 1 in float64; 1e7 gave e^-1 in float32)."""
+    x = np.array([1e20, -1e20, 1e7, -1e7, 3e30, 0.25], dtype)
+    g = np.random.default_rng(0).uniform(0.5, 2.0, x.shape).astype(dtype)
+    ta, tb = (mg.Tensor(x.copy(), requires_grad=True) for _ in range(2))
+    F.logaddexp(ta, tb).backward(g)
+    # σ(0) = ½ and g · ½ are exact: bit-exact
+    np.testing.assert_array_equal(ta.grad, g / 2)
+    np.testing.assert_array_equal(tb.grad, g / 2)
+    assert ta.grad.dtype == tb.grad.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logaddexp_gradient_of_large_inputs_one_apart_is_the_sigmoid_of_their_difference(dtype):
+    """a = 1e7, b = 1e7 + 1 (both exact in float32): ā = σ(-1) = 1 / (1 + e), b̄ = σ(1)."""
+    a = np.array([1e7, -1e7 - 1], dtype)
+    b = np.array([1e7 + 1, -1e7], dtype)
+    ta, tb = mg.Tensor(a, requires_grad=True), mg.Tensor(b, requires_grad=True)
+    F.logaddexp(ta, tb).backward(np.ones(2, dtype))
+    low, high = 1 / (1 + np.e), 1 / (1 + np.exp(-1.0))
+    tol = 4 * np.finfo(dtype).eps
+    np.testing.assert_allclose(ta.grad, [low, low], rtol=tol)
+    np.testing.assert_allclose(tb.grad, [high, high], rtol=tol)
+
+
+def test_logaddexp_gradient_at_infinities():
+    """σ(a - b) at its limits: an infinite argument takes the whole gradient from a finite or
+    opposite one; equal infinities (where a - b is nan) split it ½ and ½, the limit along
+    a = b, the value σ(0) has at every finite a = b (PyTorch gives nan for both); a nan
+    argument keeps the gradient nan."""
+    inf, nan = np.inf, np.nan
+    a = [inf, -inf, inf, 1.0, -inf, 0.0, inf, -inf, nan, 1.0]
+    b = [-inf, inf, 1.0, inf, 0.0, -inf, inf, -inf, 1.0, nan]
+    out, (ga, gb) = _grads(F.logaddexp, a, b)
+    with np.errstate(invalid="ignore"):  # nan in, nan out
+        np.testing.assert_array_equal(out.data, np.logaddexp(a, b))
+    np.testing.assert_array_equal(ga, [1, 0, 1, 0, 0, 1, 0.5, 0.5, nan, nan])
+    np.testing.assert_array_equal(gb, [0, 1, 0, 1, 1, 0, 0.5, 0.5, nan, nan])
+
+
 @pytest.mark.parametrize("name", ["sin", "exp2", "log10", "square", "reciprocal", "rsqrt",
                                   "arctan", "floor"])
 def test_float32_stays_float32(name):
