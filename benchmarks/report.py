@@ -297,7 +297,7 @@ def scaling_markdown(record: dict) -> str:
     if w:
         lines += ["", f"Worst minigrad32/torch ratio: {w['ratio']:.2f} on {w['axis']} at "
                   f"{w['x']} ({w['config']}); cProfile of minigrad's step there (own time):",
-                  "", "```", "\n".join(line for line in str(w["profile"]).splitlines()[:40]
+                  "", "```text", "\n".join(line for line in str(w["profile"]).splitlines()[:40]
                                         if "`" not in line), "```"]
     return "\n".join(lines + ["<!-- scaling:end -->"])
 

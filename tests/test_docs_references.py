@@ -52,14 +52,17 @@ DOTTED = re.compile(
 # ----------------------------------------------------------------- reading markdown
 
 def lines_of(text: str) -> list[tuple[int, str, bool]]:
-    """(line number, line, inside a fenced code block) for each line."""
-    out, fence = [], None
+    """(line number, line, inside a fenced code block) for each line, except those of a
+    ```text block: a program's recorded output (a profile names the files of its day)."""
+    out, fence, recorded = [], None, False
     for number, line in enumerate(text.splitlines(), 1):
         m = FENCE.match(line)
         if m and (fence is None or m.group(1) == fence):
             fence = m.group(1) if fence is None else None
+            recorded = fence is not None and line.strip()[len(fence):].strip() == "text"
             continue
-        out.append((number, line, fence is not None))
+        if not recorded:
+            out.append((number, line, fence is not None))
     return out
 
 
@@ -301,13 +304,14 @@ def test_checker_reports_stale_references():
     text = (
         "# Title\n"
         "[ok](reliability.md) [gone](nowhere.md) [bad anchor](#no-such) [good](#title)\n"
-        "`minigrad/blocks.py` `minigrad/ops/{fused,nosuch}.py` `tests/test_docs_references.py`\n"
+        "`minigrad/blocks.py` `minigrad/ops/{reduce,nosuch}.py` `tests/test_docs_references.py`\n"
         "`tests/test_docs_references.py::test_slug_follows_github_rules` "
         "`tests/test_docs_references.py::test_missing`, `::test_pages_found`, `::test_gone`; "
         "`test_docs_references.py::test_slug_follows_github_rules` `no_such_module.py`\n"
         "`minigrad.checks.integer` `minigrad.blocks.set_num_threads` `vit.model.NoSuch`\n"
         "`mg.gradcheck` `F.no_such_op(x)` `TinyViT.predict` `tests/minigrad/conftest.py`\n"
         "```\npython benchmarks/nosuch.py\n```\n"
+        "```text\n  0.5  minigrad/ops/gone.py:12(forward)\n```\n"  # recorded output: skipped
     )
     links, paths, names = (f(page, text) for f in (link_problems, path_problems, name_problems))
     assert [p.split(": ", 1)[1] for p in links] == [

@@ -14,22 +14,24 @@ from .unary import (
     square, tan, trunc,
 )
 from .activations import (
-    elu, gelu, hardtanh, leaky_relu, log_sigmoid, selu, silu, softmin, softplus,
+    elu, gelu, gelu_tanh, hardtanh, leaky_relu, log_sigmoid, log_softmax, selu, silu, softmax,
+    softmin, softplus,
 )
-from .reduce import all, any, argmax, argmin, max, mean, min, norm, prod, std, sum, var
+from .reduce import (
+    all, any, argmax, argmin, logsumexp, max, mean, min, norm, prod, std, sum, var,
+)
 from .scan import cumprod, cumsum, logcumsumexp
 from .shape import (
-    broadcast_to, concatenate, expand_dims, flip, getitem, moveaxis, permute, repeat, reshape,
-    roll, split, squeeze, stack, swapaxes, tile, transpose, tril, triu,
+    broadcast_to, concatenate, expand_dims, flip, moveaxis, permute, repeat, reshape, roll,
+    split, squeeze, stack, swapaxes, tile, transpose, tril, triu,
 )
-from .indexing import diagonal, one_hot, put_along_axis, take_along_axis, trace
+from .indexing import diagonal, getitem, one_hot, put_along_axis, take_along_axis, trace
 from .linalg import linear, matmul
 from .contract import einsum, inner, outer, tensordot
-from .fused import gelu_tanh, layer_norm, log_softmax, logsumexp, softmax
+from .normalization import layer_norm
 from .attention import scaled_dot_product_attention, self_attention
-from .losses import (
-    binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
-)
+from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_l1_loss
+from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
 
@@ -43,24 +45,24 @@ PUBLIC_OPS = (
     "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal", "rsqrt",
     "arctan2", "hypot", "logaddexp", "sign", "floor", "ceil", "round", "trunc", "mod",
     # activations.py
-    "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
-    "softmin",
+    "softplus", "silu", "gelu", "gelu_tanh", "leaky_relu", "elu", "selu", "log_sigmoid",
+    "hardtanh", "softmax", "log_softmax", "softmin",
     # reduce.py, scan.py
-    "sum", "mean", "max", "min", "var", "std", "prod", "norm",
+    "sum", "mean", "max", "min", "var", "std", "prod", "norm", "logsumexp",
     "cumsum", "cumprod", "logcumsumexp",
-    # shape.py, indexing.py
+    # shape.py
     "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
-    "getitem", "concatenate", "stack", "split",
-    "tile", "repeat", "roll", "flip", "tril", "triu", "moveaxis",
-    "take_along_axis", "put_along_axis", "diagonal", "trace",
+    "concatenate", "stack", "split", "tile", "repeat", "roll", "flip", "tril", "triu",
+    "moveaxis",
+    # indexing.py
+    "getitem", "take_along_axis", "put_along_axis", "diagonal", "trace",
     # linalg.py, contract.py
     "matmul", "linear", "einsum", "tensordot", "outer", "inner",
-    # fused.py, attention.py
-    "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu_tanh",
-    "self_attention", "scaled_dot_product_attention",
-    # losses.py
-    "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss",
-    "binary_cross_entropy_with_logits", "nll_loss",
+    # normalization.py, attention.py
+    "layer_norm", "self_attention", "scaled_dot_product_attention",
+    # losses.py, class_losses.py
+    "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
+    "cross_entropy", "nll_loss",
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
 )

@@ -1,5 +1,6 @@
-"""Elementwise activations, as ``torch.nn.functional`` defines them (values, arguments and the
-gradient at every kink).
+"""Activations, as ``torch.nn.functional`` defines them (values, arguments and the gradient at
+every kink): the elementwise ones, and the softmax family (softmax, log_softmax, softmin),
+which normalizes along an axis from the row's maximum, so that nothing overflows.
 
 Each is written in a form that neither overflows nor loses digits for large |x|: softplus
 and log_sigmoid through ``logaddexp`` / ``log_expit``, sigmoids through ``expit``, the
@@ -16,10 +17,10 @@ import scipy.special as sp
 
 from ..checks import choice, real
 from ..defop import as_floating, op
-from .fused import gelu_tanh, softmax
+from ..runtime.rowwise import as_rows, map_rows, row_max, row_sum
 
-__all__ = ["softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
-           "softmin"]
+__all__ = ["softplus", "silu", "gelu", "gelu_tanh", "GELU_C", "GELU_K", "leaky_relu", "elu",
+           "selu", "log_sigmoid", "hardtanh", "softmax", "log_softmax", "softmin"]
 
 # torch.nn.SELU's constants (Klambauer et al., 2017), to the digits torch uses
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -74,6 +75,54 @@ def gelu(x, approximate="none"):
         return g * (cdf + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
 
     return x * cdf, vjp
+
+
+#: The tanh GELU's constants: sqrt(2/pi) and the cubic coefficient (Hendrycks & Gimpel, 2016).
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_K = 0.044715
+
+
+@op(arrays=1)
+def gelu_tanh(x):
+    """y = ½ x (1 + t),  t = tanh u,  u = √(2/π) (x + 0.044715 x³) = √(2/π) x (1 + 0.044715 x²).
+
+    VJP: x̄ = g ⊙ [½ (1 + t) + ½ √(2/π) x (1 - t²) (1 + 3 · 0.044715 x²)].
+    Runs block by block on every core; saves x and t for the VJP.
+    Derivation: docs/backward.md §10. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_fused.py.
+    """
+    shape = x.shape
+    x2 = as_rows(x)
+    t2 = np.empty_like(x2)
+
+    def forward(ys, xs, ts):
+        np.multiply(xs, xs, out=ts)
+        ts *= GELU_K
+        ts += 1.0
+        ts *= xs
+        ts *= GELU_C
+        np.tanh(ts, out=ts)
+        np.add(ts, 1.0, out=ys)
+        ys *= xs
+        ys *= 0.5
+
+    y = map_rows(forward, shape, x2.dtype, x2, t2)
+
+    def backward(out, gs, xs, ts):
+        slope = xs * xs  # becomes ½ √(2/π) x (1 + 3k x²) (1 - t²)
+        slope *= 3 * GELU_K
+        slope += 1.0
+        slope *= xs
+        slope *= 0.5 * GELU_C
+        sq = ts * ts
+        np.subtract(1.0, sq, out=sq)
+        slope *= sq
+        np.multiply(ts, 0.5, out=sq)
+        slope += sq
+        slope += 0.5
+        np.multiply(gs, slope, out=out)
+
+    return y, lambda g: map_rows(backward, shape, g.dtype, as_rows(g), x2, t2)
 
 
 @op(arrays=1)
@@ -145,6 +194,78 @@ def hardtanh(x, min_val=-1.0, max_val=1.0):
     x = as_floating(x)
     inside = (x > lo) & (x < hi)
     return np.clip(x, lo, hi), lambda g: g * inside
+
+
+# ---- the softmax family: exp(x - max) normalized along an axis ------------------------
+def log_softmax_array(x: np.ndarray, axis: int) -> np.ndarray:
+    """x - logsumexp(x) along ``axis`` on plain arrays (no graph): the forward shared by
+    ``log_softmax`` and ``cross_entropy``."""
+    if x.size and x.ndim and axis in (-1, x.ndim - 1):  # rows: the classes of a loss
+        # row_max is exact, so this is np.max's value, without its per-row cost on short rows
+        shifted = x - row_max(x.reshape(-1, x.shape[-1])).reshape(x.shape[:-1] + (1,))
+    else:  # initial=-inf: over an empty axis the result is empty, not NumPy's reduction error
+        shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    if not shifted.size:  # nothing to normalise (and no log of an empty sum)
+        return shifted
+    # np.add.reduce is np.sum without its Python wrapper: the same bits
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
+
+
+@op(arrays=1)
+def softmax(x, axis=-1):
+    """y = e^(x - max x) / Σ e^(x - max x) along ``axis``.
+
+    VJP: x̄ = y ⊙ (g - Σ_axis g ⊙ y).
+    Along the last axis (attention's case) it runs block by block on every core.
+    Derivation: docs/backward.md §6. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_fused.py.
+    """
+    if x.ndim and axis in (-1, x.ndim - 1):
+        return _softmax_last(x)
+    x = as_floating(x)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # see log_softmax_array
+    y = e / np.sum(e, axis=axis, keepdims=True)
+
+    def vjp(g):
+        gx = g * y
+        gx -= y * np.sum(gx, axis=axis, keepdims=True)
+        return gx
+
+    return y, vjp
+
+
+def _softmax_last(x):
+    shape = x.shape  # the VJP keeps y, not x
+
+    def forward(ys, xs):
+        np.subtract(xs, row_max(xs), out=ys)
+        np.exp(ys, out=ys)
+        ys /= row_sum(ys)
+
+    x2 = as_rows(x)
+    y = map_rows(forward, shape, x2.dtype, x2)
+    y2 = as_rows(y)
+
+    def vjp(g):
+        def backward(out, gs, ys):
+            np.multiply(gs, ys, out=out)
+            np.subtract(gs, row_sum(out), out=out)
+            out *= ys
+
+        return map_rows(backward, shape, g.dtype, as_rows(g), y2)
+
+    return y, vjp
+
+
+@op(arrays=1)
+def log_softmax(x, axis=-1):
+    """y = x - logsumexp(x) along ``axis``.   VJP: x̄ = g - e^y ⊙ Σ_axis g.
+
+    Derivation: docs/backward.md §7. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_fused.py.
+    """
+    y = log_softmax_array(as_floating(x), axis)
+    return y, lambda g: g - np.exp(y) * np.sum(g, axis=axis, keepdims=True)
 
 
 @op(arrays=1)

@@ -1,4 +1,5 @@
-"""Ops that pick or write elements by position: gathers, scatters, diagonals, one-hot codes.
+"""Ops that pick or write elements by position: ``a[index]``, gathers, scatters, diagonals,
+one-hot codes.
 
 Their VJPs send each output element's gradient back to the one input element it came from;
 where an input element feeds several outputs (a gather with repeated indices, a broadcast
@@ -20,13 +21,62 @@ try:  # NumPy >= 2.0
 except ImportError:  # pragma: no cover
     from numpy.core.multiarray import normalize_axis_index
 
-__all__ = ["take_along_axis", "put_along_axis", "diagonal", "trace", "one_hot",
+__all__ = ["getitem", "take_along_axis", "put_along_axis", "diagonal", "trace", "one_hot",
            "IndexRangeError"]
 
 
 class IndexRangeError(IndexError, ValueError):
     """An index outside its axis: an IndexError as NumPy raises, and a ValueError (a wrong
     value) as every other bad argument here."""
+
+
+def _is_basic(index) -> bool:
+    """True if ``index`` uses only ints, slices, None and Ellipsis (no element repeats)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(
+        i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items
+    )
+
+
+def _unwrap_index(index):
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, tuple):
+        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+    if isinstance(index, list):  # NumPy reads a list index as an integer/boolean array
+        return np.asarray(index)
+    return index
+
+
+@op(name="getitem", arrays=1)
+def _getitem(a, index):
+    """out = a[index].   VJP: ā = zeros, then ā[index] += g.
+
+    With basic indexing each element of ``a`` appears at most once in ``out``, so the
+    gradient is scattered by assignment. With integer-array indexing an element may be
+    picked several times, and ``np.add.at`` accumulates every pick (repeated indices add up).
+    """
+    out = a[index]
+    basic = _is_basic(index)
+    in_shape = a.shape
+
+    def vjp(g):
+        ga = np.zeros(in_shape, dtype=g.dtype)
+        if basic:
+            ga[index] = g
+        else:
+            np.add.at(ga, index, g)
+        return ga
+
+    return out, vjp
+
+
+def getitem(a: Tensor, index) -> Tensor:
+    """``a[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays and
+    boolean masks (Tensors allowed as index arrays). See ``_getitem`` for the VJP.
+    Derivation: docs/backward.md §5. Tests: tests/minigrad/op_cases/shape.py.
+    """
+    return _getitem(a, _unwrap_index(index))
 
 
 def _axis(op: str, axis: Any, ndim: int) -> int:

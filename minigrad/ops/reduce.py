@@ -18,7 +18,7 @@ try:  # NumPy >= 2.0
 except ImportError:  # pragma: no cover
     from numpy.core.numeric import normalize_axis_tuple
 
-__all__ = ["sum", "mean", "max", "min", "var", "std", "prod", "norm",
+__all__ = ["sum", "mean", "max", "min", "var", "std", "prod", "norm", "logsumexp",
            "argmax", "argmin", "any", "all"]
 
 
@@ -318,3 +318,38 @@ def all(a, axis=None, keepdims=False) -> np.ndarray:
     Derivation: docs/backward.md §23 (no gradient). Tests: tests/minigrad/ops/test_reduce.py.
     """
     return np.asarray(np.all(_data(a, "all"), axis=axis, keepdims=bool(keepdims)))
+
+
+@op(arrays=1)
+def logsumexp(x, axis=None, keepdims=False):
+    """y = m + log Σ_axis e^(x - m), m = max_axis x (so no overflow).
+
+    VJP: x̄ = g ⊙ softmax(x) = g ⊙ e^(x - m) / Σ_axis e^(x - m), g broadcast over the reduced
+    axes (∞ - ∞ in x - m taken as 0: infinite maxima share the gradient equally).
+    Derivation: docs/backward.md §8. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_fused.py.
+    """
+    x = as_floating(x)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)  # -inf for an empty slice
+    if np.isfinite(m).all():
+        e = np.exp(x - m)
+    else:  # a slice whose max is ±inf: x - m is inf - inf = nan at its maxima; they are its
+        # maxima all the same, so 0 there (e = 1): an all -inf slice gives -inf + log n = -inf,
+        # one with +inf gives inf. A nan stays nan (nan == nan is False)
+        with np.errstate(invalid="ignore"):
+            e = np.exp(np.where(x == m, 0, x - m))
+    s = np.sum(e, axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):  # log 0 = -inf: the empty sum, as torch and NumPy
+        y_kept = m + np.log(s)
+    y = y_kept if keepdims or axis is None and x.ndim == 0 else np.squeeze(y_kept, axis=axis)
+
+    def vjp(g):
+        if not keepdims:
+            g = np.reshape(g, s.shape)
+        # e / s, the softmax from the forward's own terms; not e^(x - y): y is rounded to its
+        # ulp, 1 or more past 2^53 (float64; 2^24 in float32), and x - y would carry it all
+        if not e.size:
+            return np.zeros_like(e)
+        return e * (g / s)
+
+    return y, vjp

@@ -14,10 +14,11 @@ except ImportError:  # pragma: no cover
     from numpy.core.multiarray import normalize_axis_index
 from ..tensor import Tensor
 from .bounds import check_output, elements
+from .indexing import getitem
 
 __all__ = [
     "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
-    "getitem", "concatenate", "stack", "split",
+    "concatenate", "stack", "split",
     "moveaxis", "flip", "roll", "tile", "repeat", "tril", "triu",
 ]
 
@@ -117,55 +118,6 @@ def broadcast_to(a, shape):
                          f"{tuple(np.atleast_1d(shape).tolist())}; expected a shape it broadcasts to") \
             from None
     return out, lambda g: g
-
-
-def _is_basic(index) -> bool:
-    """True if ``index`` uses only ints, slices, None and Ellipsis (no element repeats)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return all(
-        i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items
-    )
-
-
-def _unwrap_index(index):
-    if isinstance(index, Tensor):
-        return index.data
-    if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
-    if isinstance(index, list):  # NumPy reads a list index as an integer/boolean array
-        return np.asarray(index)
-    return index
-
-
-@op(name="getitem", arrays=1)
-def _getitem(a, index):
-    """out = a[index].   VJP: ā = zeros, then ā[index] += g.
-
-    With basic indexing each element of ``a`` appears at most once in ``out``, so the
-    gradient is scattered by assignment. With integer-array indexing an element may be
-    picked several times, and ``np.add.at`` accumulates every pick (repeated indices add up).
-    """
-    out = a[index]
-    basic = _is_basic(index)
-    in_shape = a.shape
-
-    def vjp(g):
-        ga = np.zeros(in_shape, dtype=g.dtype)
-        if basic:
-            ga[index] = g
-        else:
-            np.add.at(ga, index, g)
-        return ga
-
-    return out, vjp
-
-
-def getitem(a: Tensor, index) -> Tensor:
-    """``a[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays and
-    boolean masks (Tensors allowed as index arrays). See ``_getitem`` for the VJP.
-    Derivation: docs/backward.md §5. Tests: tests/minigrad/op_cases/shape.py.
-    """
-    return _getitem(a, _unwrap_index(index))
 
 
 def _sequence_inputs(tensors, op: str) -> tuple[list, list]:

@@ -18,10 +18,11 @@ import numpy as np
 import minigrad as mg
 from minigrad import F, Tensor, checks
 from minigrad.nn import LayerNorm, Linear, Module
+from minigrad.ops.activations import GELU_C, GELU_K
 from minigrad.ops.attention import attention_weights
 
 from . import fused as fused_stages
-from .config import GELU_C, GELU_K, LN_EPS
+from .config import LN_EPS
 
 __all__ = ["vit_block", "Attention", "Mlp", "Block", "check_heads"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 from typing import Iterator
 
 import numpy as np
@@ -18,17 +17,15 @@ from minigrad import checks
 
 from ..io.npz import json_entry
 
-__all__ = ["LN_EPS", "GELU_C", "GELU_K", "BLOCK_PARAMS", "block_prefixes",
+__all__ = ["LN_EPS", "BLOCK_PARAMS", "block_prefixes",
            "MAX_PARAMETERS", "MAX_ACTIVATION_BYTES", "MAX_DEPTH", "DTYPES", "CONFIG_KEYS", "limits",
            "current_limits", "parameter_shapes", "parameter_count", "activation_bytes",
            "check_config", "parse_config"]
 
-#: The model's constants (docs/contract.md), defined once for vit: LayerNorm's eps and the
-#: tanh GELU's sqrt(2/pi) and cubic coefficient (the composed block, ``vit_block`` and the
-#: hand-derived stages all use these).
+#: The model's LayerNorm eps (docs/contract.md), defined once for vit: the composed block,
+#: ``vit_block`` and the hand-derived stages all use it. (Its GELU is the tanh form, whose
+#: constants belong to the formula: ``minigrad.ops.activations.GELU_C`` and ``GELU_K``.)
 LN_EPS = 1e-5
-GELU_C = math.sqrt(2.0 / math.pi)
-GELU_K = 0.044715
 #: The most encoder blocks a parameter dict may name (TinyViT's depth bound).
 MAX_DEPTH = 1024
 

@@ -30,12 +30,12 @@ backward the same function.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
+from minigrad.ops.activations import GELU_C, GELU_K
 from minigrad.runtime.rowwise import column_sum, row_sum
 
-from .config import BLOCK_PARAMS, GELU_C, GELU_K, LN_EPS, MAX_DEPTH, block_prefixes
+from .config import BLOCK_PARAMS, LN_EPS, MAX_DEPTH, block_prefixes
 from .manual_attention import attention_backward, attention_forward
 
 __all__ = ["loss_and_grads", "sgd_step", "forward", "param_names", "PARAM_NAMES"]

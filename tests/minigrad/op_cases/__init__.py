@@ -1,7 +1,7 @@
 """The op case table: ``OP_CASES`` maps every public op to its cases (:class:`OpCase`).
 
 One module per op family, named as the family's module in ``minigrad/ops/``: the cases of
-``minigrad/ops/fused.py``'s ``layer_norm`` are in ``op_cases/fused.py``. A new family adds
+``minigrad/ops/normalization.py``'s ``layer_norm`` are in ``op_cases/normalization.py``. A new family adds
 a module here; it is found without being listed. The known families are imported first, in
 a fixed order, because every family draws its inputs from one seeded generator.
 
@@ -19,7 +19,7 @@ import pkgutil
 from .base import OP_CASES, OpCase, TorchCase, torch_cases  # noqa: F401
 
 NOT_FAMILIES = ("base", "catalogs", "numpy_spellings")
-_FIRST = ("elementwise", "reduce", "shape", "linalg", "fused", "conv")
+_FIRST = ("elementwise", "reduce", "shape", "linalg", "normalization", "conv")
 for _name in _FIRST + tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
                                    if m.name not in _FIRST + NOT_FAMILIES)):
     importlib.import_module(f"{__name__}.{_name}")

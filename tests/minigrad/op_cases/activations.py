@@ -1,5 +1,5 @@
-"""Cases for minigrad/ops/activations.py: softplus, silu, gelu, leaky_relu, elu, selu,
-log_sigmoid, hardtanh, softmin. References written from the formulas in NumPy/SciPy (the
+"""Cases for minigrad/ops/activations.py: softplus, silu, gelu, gelu_tanh, leaky_relu, elu,
+selu, log_sigmoid, hardtanh, softmax, log_softmax, softmin. References written from the formulas in NumPy/SciPy (the
 textbook forms, not the stable ones the ops use: the inputs here are moderate)."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import scipy.special as sp
 from minigrad import F
 
 from .base import _sid, add_case, torch_table
+from .base import rn as shared_rn
 
 _rng = np.random.default_rng(1414)  # this family's own inputs (see base.py)
 
@@ -146,3 +147,39 @@ def _torch_every_argument(torch, add):
     for axis in (-1, 0, 1):
         case(f"softmin-axis={axis}", lambda a, ax=axis: F.softmin(a, axis=ax),
              lambda a, ax=axis: TF.softmin(a, dim=ax), rn(2, 3, 4, scale=2))
+
+
+# ---- gelu_tanh and the softmax family (inputs from the shared generator) ---------------
+for axis in [-1, 0, 1]:
+    add_case("softmax", f"axis={axis}", lambda a, ax=axis: F.softmax(a, axis=ax),
+             lambda a, ax=axis: sp.softmax(a, axis=ax), shared_rn((2, 3, 4)) * 2)
+    add_case("log_softmax", f"axis={axis}", lambda a, ax=axis: F.log_softmax(a, axis=ax),
+             lambda a, ax=axis: sp.log_softmax(a, axis=ax), shared_rn((2, 3, 4)) * 2)
+add_case("softmax", "1d", F.softmax, sp.softmax, shared_rn((5,)))
+add_case("log_softmax", "1d", F.log_softmax, sp.log_softmax, shared_rn((5,)))
+
+
+def np_gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+for s in [(), (7,), (2, 3, 4)]:
+    add_case("gelu_tanh", _sid(s), F.gelu_tanh, np_gelu, shared_rn(s) * 2)
+
+
+@torch_table
+def _torch_references_gelu_tanh_and_softmax(torch, add):
+    """Against PyTorch autograd: gelu_tanh, softmax and log_softmax."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9905)
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    for ax in (-1, 0, 1):
+        case("softmax", f"axis={ax}", lambda a, ax=ax: F.softmax(a, axis=ax),
+             lambda a, ax=ax: torch.softmax(a, dim=ax), rn(2, 3, 4) * 3)
+        case("log_softmax", f"axis={ax}", lambda a, ax=ax: F.log_softmax(a, axis=ax),
+             lambda a, ax=ax: torch.log_softmax(a, dim=ax), rn(2, 3, 4) * 3)
+    case("gelu_tanh", "3d", F.gelu_tanh, lambda x: TF.gelu(x, approximate="tanh"), rn(2, 3, 4) * 3)

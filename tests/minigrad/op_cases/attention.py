@@ -1,4 +1,5 @@
-"""Cases for scaled_dot_product_attention (minigrad/ops/attention.py): L != S, broadcast leading
+"""Cases for minigrad/ops/attention.py: self_attention (against a loop over heads and
+examples), and scaled_dot_product_attention: L != S, broadcast leading
 dimensions, bool and additive masks (the additive one differentiated too), causal, a mask
 with causal, and fully masked rows. The reference loops over the leading dimensions and query rows in NumPy.
 Inputs from this module's own generator."""
@@ -9,6 +10,7 @@ import numpy as np
 from minigrad import F
 
 from .base import add_case, torch_table
+from .base import rn as shared_rn
 
 _rng = np.random.default_rng(3232)
 
@@ -120,3 +122,53 @@ def _torch_references(torch, add):
         lambda q, k, v: sdpa(q, k, v, keep, is_causal=True),
         lambda q, k, v: t_sdpa(q, k, v, attn_mask=torch.as_tensor(keep), is_causal=True),
         rn(2, 2, 3, 4), rn(2, 2, 5, 4), rn(2, 2, 5, 4))
+
+
+# ---- self_attention (inputs from the shared generator) ----------------------------------
+def np_self_attention(qkv, num_heads, scale=None):
+    """Head by head and example by example, with loops: the reference for the fused op."""
+    B, T, width = qkv.shape
+    D = width // 3
+    d = D // num_heads
+    s = 1 / np.sqrt(d) if scale is None else scale
+    out = np.zeros((B, T, D))
+    for b in range(B):
+        for h in range(num_heads):
+            cols = slice(h * d, (h + 1) * d)
+            q, k, v = (qkv[b, :, i * D:(i + 1) * D][:, cols] for i in range(3))
+            scores = s * q @ k.T
+            e = np.exp(scores - scores.max(axis=1, keepdims=True))
+            out[b, :, cols] = (e / e.sum(axis=1, keepdims=True)) @ v
+    return out
+
+
+for (B, T, D, H, scale) in [(2, 3, 2, 1, None), (2, 4, 6, 2, None), (1, 5, 6, 3, 0.7),
+                            (3, 1, 4, 2, None)]:
+    add_case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
+             lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
+             lambda x, H=H, scale=scale: np_self_attention(x, H, scale), shared_rn((B, T, 3 * D)))
+
+
+@torch_table
+def _torch_references_self_attention(torch, add):
+    """Against PyTorch autograd: self_attention."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9909)
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _torch_self_attention(qkv, num_heads, scale=None):
+        B, T, width = qkv.shape
+        D = width // 3
+        q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, T, num_heads, -1).transpose(1, 2)
+                   for i in range(3))
+        o = TF.scaled_dot_product_attention(q, k, v, scale=scale)  # (B, H, T, d)
+        return o.transpose(1, 2).reshape(B, T, D)
+
+
+    for (B, T, D, H, scale) in [(2, 4, 6, 2, None), (3, 5, 6, 3, 0.3)]:
+        case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
+             lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
+             lambda x, H=H, scale=scale: _torch_self_attention(x, H, scale), rn(B, T, 3 * D))

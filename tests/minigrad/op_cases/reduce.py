@@ -191,3 +191,36 @@ def _torch_references_std_prod_norm(torch, add):
                  a, 2 if o is None else o, dim=ax, keepdim=kd), x)
     case("norm", "fro", lambda a: F.norm(a, "fro"), lambda a: torch.linalg.matrix_norm(a, "fro"),
          rn_a(3, 4))
+
+
+# ---- logsumexp ---------------------------------------------------------------------------
+for axis in [None, 0, -1, (0, 2)]:
+    for kd in (False, True):
+        add_case("logsumexp", f"axis={axis}-keepdims={kd}",
+                 lambda a, ax=axis, kd=kd: F.logsumexp(a, axis=ax, keepdims=kd),
+                 lambda a, ax=axis, kd=kd: sp.logsumexp(a, axis=ax, keepdims=kd), rn((2, 3, 4)))
+add_case("logsumexp", "0d", F.logsumexp, sp.logsumexp, rn(()))
+# rows with equal maxima: the gradient splits evenly among them (fixed inputs: no draw from
+# the shared generator, so the cases after these keep their inputs)
+add_case("logsumexp", "equal-maxima", lambda a: F.logsumexp(a, axis=-1),
+         lambda a: sp.logsumexp(a, axis=-1),
+         np.array([[0.5, 0.5, 0.5, 0.5], [-3.0, -3.0, -3.0, -3.0], [2.0, 2.0, -1.0, 2.0]]))
+
+
+@torch_table
+def _torch_references_logsumexp(torch, add):
+    """Against PyTorch autograd: logsumexp."""
+    rng = np.random.default_rng(9906)
+    case = add  # float64
+
+    def rn(*shape):
+        return np.asarray(rng.standard_normal(shape))
+
+    def _dims(axis, ndim):
+        return tuple(range(ndim)) if axis is None else axis
+
+    for ax, kd in [(None, False), (1, True), ((0, 2), False)]:
+        case("logsumexp", f"axis={ax}-kd={kd}",
+             lambda a, ax=ax, kd=kd: F.logsumexp(a, axis=ax, keepdims=kd),
+             lambda a, ax=ax, kd=kd: torch.logsumexp(a, dim=_dims(ax, a.ndim), keepdim=kd),
+             rn(2, 3, 4) * 3)

@@ -1,5 +1,5 @@
-"""One hop from an op to its derivation and its tests (issue 13 item 1), for the families of
-ops/{unary,activations,reduce,scan,shape,indexing,contract,attention,losses}.py: each op's
+"""One hop from an op to its derivation and its tests, for the families of
+ops/{unary,activations,reduce,scan,shape,indexing,contract,attention,losses,class_losses}.py: each op's
 docstring closes with ``Derivation: docs/backward.md §N`` and ``Tests: <files>``; the
 sections exist, the files exist and name the op, and an op with a gradient lists its case
 module (tests/minigrad/op_cases/) first. The engine's families have the same check in
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from minigrad.ops import (activations, attention, contract, indexing, losses, reduce, scan,
-                          shape, unary)
+from minigrad.ops import (activations, attention, class_losses, contract, indexing, losses,
+                          reduce, scan, shape, unary)
 
 ROOT = Path(__file__).resolve().parents[3]
 SECTIONS = set(re.findall(r"^## (\d+)\. ", (ROOT / "docs" / "backward.md").read_text(), re.M))
-MODULES = (unary, activations, reduce, scan, shape, indexing, contract, attention, losses)
+MODULES = (unary, activations, reduce, scan, shape, indexing, contract, attention, losses,
+           class_losses)
 OPS = [(m, name) for m in MODULES for name in m.__all__
        if callable(getattr(m, name)) and not isinstance(getattr(m, name), type)]
 NO_GRADIENT = {"argmax", "argmin", "any", "all", "one_hot", "attention_weights"}
