@@ -21,8 +21,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 __all__ = [
-    "integer", "positive_int", "real", "boolean", "choice", "floating_dtype",
-    "state_mapping", "state_keys", "StateDictKeyError", "shown",
+    "integer", "positive_int", "int_tuple", "real", "boolean", "choice", "floating_dtype",
+    "generator", "state_mapping", "state_keys", "StateDictKeyError", "shown",
 ]
 
 #: Values shown in messages: strings and other reprs cut to about 60 characters, containers
@@ -87,6 +87,32 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
 def positive_int(name: str, value: Any, *, owner: str | None = None) -> int:
     """``value`` as a Python int >= 1 (a size, a count, a number of heads)."""
     return integer(name, value, low=1, owner=owner)
+
+
+def int_tuple(value: Any, n: int, owner: str, name: str, minimum: int) -> tuple[int, ...]:
+    """``value`` (an int, or a tuple/list of ``n`` ints) as a tuple of ``n`` ints >= minimum;
+    otherwise a TypeError or ValueError naming ``owner`` and the argument ``name`` (a kernel
+    size, a stride, a padding of a convolution or a pooling)."""
+    what = f"an int >= {minimum}" + (f" or a tuple of {n} of them" if n > 1 else "")
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+    if len(items) != n:
+        raise ValueError(f"{owner} {name}: got {value!r} ({type(value).__name__}); "
+                         f"expected {what}")
+    try:  # checks.integer decides TypeError or ValueError; the message shows the whole value
+        return tuple(integer(name, v, low=minimum) for v in items)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{owner} {name}: got {value!r} ({type(value).__name__}); "
+                      f"expected {what}") from None
+
+
+def generator(value: Any, owner: str) -> np.random.Generator:
+    """``np.random.default_rng(value)`` (a Generator is used as is, a seed makes one, None a
+    fresh one), with a TypeError naming the argument ``rng`` of ``owner``."""
+    try:
+        return np.random.default_rng(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{owner} rng: got {shown(value)}; expected a np.random.Generator, a "
+                        f"non-negative integer seed or None ({e})") from None
 
 
 def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf,

@@ -13,8 +13,9 @@ import numpy as np
 
 from .. import checks
 from .. import functional as F
+from ..checks import generator
 from ..tensor import Tensor
-from .args import generator, real_input
+from .args import real_input
 from .module import Module
 
 __all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout"]

@@ -1,4 +1,5 @@
-"""Input checks shared by the layers (argument checks come from ``minigrad.checks``)."""
+"""The checks of a layer's input (a Tensor or array of the layer's features and dtype), shared
+by the layers of ``minigrad.nn``; argument checks come from ``minigrad.checks``."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,17 +9,7 @@ import numpy as np
 from .. import functional as F
 from ..tensor import Tensor
 
-__all__ = ["generator", "real_input", "features_input", "in_dtype"]
-
-
-def generator(value: Any, owner: str) -> np.random.Generator:
-    """``np.random.default_rng(value)`` (a Generator is used as is, a seed makes one, None a
-    fresh one), with a TypeError naming the argument."""
-    try:
-        return np.random.default_rng(value)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"{owner} rng: got {value!r}; expected a np.random.Generator, a "
-                        f"non-negative integer seed or None ({e})") from None
+__all__ = ["real_input", "features_input", "in_dtype"]
 
 
 def real_input(layer: str, x: Any, expected: str) -> Any:

@@ -14,9 +14,9 @@ import numpy as np
 
 from .. import checks
 from .. import functional as F
-from ..ops.conv import int_tuple
+from ..checks import generator, int_tuple
 from ..tensor import Tensor
-from .args import features_input, generator, in_dtype, real_input
+from .args import features_input, in_dtype, real_input
 from .module import Module
 from .parameter import Parameter
 

@@ -6,35 +6,18 @@ view) and multiplies it by the weight, one GEMM per group; the backward multipli
 and scatter-adds the column gradient onto the input (col2im) in one pass per kernel offset.
 docs/backward.md §16 derives both; §18 derives ``pad``.
 
-``int_tuple`` and ``out_size`` are shared with the pooling ops (``pool.py``).
+``out_size`` is shared with the pooling ops (``pool.py``).
 """
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..checks import integer, real
+from ..checks import int_tuple, integer, real
 from ..defop import op
 from .bounds import check_output, elements
 
 __all__ = ["conv1d", "conv2d", "pad"]
-
-
-def int_tuple(value: Any, n: int, op_name: str, name: str, minimum: int) -> tuple[int, ...]:
-    """``value`` (an int, or a tuple/list of ``n`` ints) as a tuple of ``n`` ints >= minimum;
-    otherwise a TypeError or ValueError naming ``op_name`` and the argument ``name``."""
-    what = f"an int >= {minimum}" + (f" or a tuple of {n} of them" if n > 1 else "")
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
-    if len(items) != n:
-        raise ValueError(f"{op_name} {name}: got {value!r} ({type(value).__name__}); "
-                         f"expected {what}")
-    try:  # checks.integer decides TypeError or ValueError; the message shows the whole value
-        return tuple(integer(name, v, low=minimum) for v in items)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"{op_name} {name}: got {value!r} ({type(value).__name__}); "
-                      f"expected {what}") from None
 
 
 def windows(xp: np.ndarray, kernel, stride, dilation) -> np.ndarray:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import boolean
+from ..checks import boolean, int_tuple
 from ..defop import op
-from .conv import int_tuple, out_size
+from .conv import out_size
 
 __all__ = ["max_pool2d", "avg_pool2d"]
 
