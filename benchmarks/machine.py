@@ -10,6 +10,7 @@ import datetime
 import importlib.util
 import json
 import os
+import re
 import platform
 import subprocess
 import tempfile
@@ -17,6 +18,17 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+#: A free-form entry of a record (a CPU's name, a library's version) that Markdown does not
+#: act on: tables show only what matches it.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._/+()@,:-]{0,79}")
+
+
+def safe_name(value) -> str:
+    """A free-form entry the tables only mention: shown if harmless (:data:`NAME`), else '?'."""
+    value = str(value)
+    return value if NAME.fullmatch(value) else "?"
 
 
 def available(name: str) -> bool:

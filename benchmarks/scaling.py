@@ -350,7 +350,8 @@ def main(argv=None) -> int:
     record["worst"] = profile_worst(record["axes"], args.quick)
     record.update(load_average_end=load_average(), finished=now(),
                   seconds=time.perf_counter() - t0)
-    from report import scaling_figure, scaling_markdown, update_doc
+    from report import update_doc
+    from report_scaling import scaling_figure, scaling_markdown
     text = scaling_markdown(record)
     print("\n" + text)
     if record["worst"]:

@@ -9,6 +9,13 @@ Public face::
 
 Every op is a NumPy forward with a hand-written VJP beside it (``minigrad.op``);
 ``gradcheck`` verifies them against finite differences.
+
+The concerns, bottom up (docs/architecture.md): argument checks (``checks``, ``arrays``); the
+CPU runtime (``runtime/``: the block pool, BLAS threads, row-wise kernels, heap trimming); the
+autograd core (``gradmode``, ``gradients``, ``graph``, ``tensor``, ``inplace``, ``defop``); the
+ops (``ops/``); Tensor's array methods and the NumPy bridge (``methods``, ``numpy_api``,
+``numpy_options``, ``functional``); modules and optimizers (``nn/``, ``optim/``); the tools
+(``tools/``: ``gradcheck``, ``summary``).
 """
 from . import methods, numpy_api  # noqa: F401  (Tensor's array methods and NumPy protocols)
 from . import functional
