@@ -102,3 +102,16 @@ class ArrayMethods:
 
 
 from . import ops as _ops  # noqa: E402  (the ops need Tensor, which needs these methods)
+from .checks import numpy_keywords as _numpy_keywords  # noqa: E402
+
+
+def _refuse_torch_keywords(cls: type) -> None:
+    """Every method that takes ``axis`` says "use axis=" to a PyTorch ``dim=`` (and
+    "use keepdims=" to ``keepdim=``), rather than Python's bare unexpected-keyword error."""
+    import inspect
+    for name, method in list(vars(cls).items()):
+        if callable(method) and "axis" in inspect.signature(method).parameters:
+            setattr(cls, name, _numpy_keywords(method, f"Tensor.{name}"))
+
+
+_refuse_torch_keywords(ArrayMethods)
