@@ -13,14 +13,17 @@ million-element list, an int of a million digits) gives a short message, never i
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import reprlib
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
 __all__ = [
+    "TORCH_KEYWORDS", "refuse_torch_keywords", "numpy_keywords",
     "integer", "positive_int", "int_tuple", "real", "boolean", "choice", "floating_dtype",
     "generator", "state_mapping", "state_keys", "StateDictKeyError", "shown",
 ]
@@ -258,3 +261,34 @@ def _listed(keys: set) -> str:
     if len(ordered) > _KEYS_SHOWN:
         items.append(f"... and {len(ordered) - _KEYS_SHOWN:,} more")
     return f"[{', '.join(items)}]"
+
+
+#: PyTorch's keyword -> NumPy's, where minigrad takes NumPy's (``x.sum(axis=0, keepdims=True)``
+#: is PyTorch's ``x.sum(dim=0, keepdim=True)``).
+TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
+
+
+def refuse_torch_keywords(kwargs: dict, owner: str, takes: Any) -> None:
+    """A TypeError for a PyTorch keyword (``dim=``, ``keepdim=``) given to a function that takes
+    the NumPy one instead (``takes``: its parameter names), naming the NumPy keyword. Called
+    only when such a keyword is present: the NumPy names are the only ones minigrad accepts,
+    so the habit gets a pointer instead of Python's bare "unexpected keyword argument"."""
+    for theirs, ours in TORCH_KEYWORDS.items():
+        if theirs in kwargs and ours in takes and theirs not in takes:
+            raise TypeError(f"{owner}: got {theirs}={kwargs[theirs]!r}; minigrad follows NumPy: "
+                            f"use {ours}= (PyTorch's {theirs}= is NumPy's {ours}=)")
+
+
+def numpy_keywords(function: Callable, owner: str | None = None) -> Callable:
+    """``function`` (a plain function or method taking ``axis``) wrapped so that a PyTorch
+    keyword is refused by :func:`refuse_torch_keywords`; the ops built by ``minigrad.op``
+    check this themselves (``minigrad/defop.py``)."""
+    takes = tuple(inspect.signature(function).parameters)
+    owner = owner or function.__name__
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and ("dim" in kwargs or "keepdim" in kwargs):
+            refuse_torch_keywords(kwargs, owner, takes)
+        return function(*args, **kwargs)
+    return call

@@ -57,6 +57,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .checks import refuse_torch_keywords
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
 from .tensor import Tensor
@@ -336,9 +337,13 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 rest.update(rest.pop(k, {}))
         return tuple(values[k] for k in positional), rest
 
+    takes = tuple(signature.parameters)
+
     @functools.wraps(forward)
     def apply(*args: Any, **kwargs: Any) -> Tensor:
         if kwargs:
+            if "dim" in kwargs or "keepdim" in kwargs:  # PyTorch's names: say NumPy's
+                refuse_torch_keywords(kwargs, opname, takes)
             for v in kwargs.values():
                 if isinstance(v, _ARRAYS):  # an array by keyword: into its position
                     args, kwargs = by_position(args, kwargs)

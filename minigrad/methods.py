@@ -15,12 +15,14 @@ module is imported (``minigrad/__init__.py`` does it first): the ops need ``Tens
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 
 from . import inplace
 from . import ops as _ops
+from .checks import numpy_keywords
 from .tensor import Tensor
 
 __all__ = ["TensorMethods"]
@@ -174,6 +176,16 @@ class TensorMethods:
     def trace(self, offset=0, axis1=0, axis2=1): return _ops.trace(self, offset, axis1, axis2)
     def take_along_axis(self, indices, axis): return _ops.take_along_axis(self, indices, axis)
 
+
+def _refuse_torch_keywords(cls: type) -> None:
+    """Every method that takes ``axis`` says "use axis=" to a PyTorch ``dim=`` (and
+    "use keepdims=" to ``keepdim=``), rather than Python's bare unexpected-keyword error."""
+    for name, method in list(vars(cls).items()):
+        if callable(method) and "axis" in inspect.signature(method).parameters:
+            setattr(cls, name, numpy_keywords(method, f"Tensor.{name}"))
+
+
+_refuse_torch_keywords(TensorMethods)
 
 # (defining __eq__ gave TensorMethods __hash__ = None: Tensor keeps hashing by identity)
 _CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",

@@ -7,10 +7,12 @@ dict (scalars as 0-d arrays), so ``np.savez`` stores a checkpoint without pickle
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
+from .. import checks
+from ..gradmode import enable_grad
 from ..tensor import Tensor
 from .state import GROUP_LR_KEYS, OptimizerState, nonneg
 
@@ -50,11 +52,14 @@ class Optimizer(OptimizerState):
     ``params`` is an iterable of Tensors, or of parameter groups as in PyTorch: dicts with a
     ``"params"`` list and any hyperparameters that differ from the constructor's, e.g.
     ``AdamW([{"params": weights}, {"params": norms_and_biases, "weight_decay": 0.0}], lr=...)``.
-    A group without an ``"lr"`` follows ``optimizer.lr``; a group with one (layer-wise rates,
-    ``{"params": head, "lr": 1e-2}``) keeps its own, and a schedule scales each group's base
-    lr (its ``"initial_lr"``) as PyTorch's schedulers do. ``param_groups`` lists the groups
-    with their values; a value changed there takes effect at the next ``step()``, which
-    checks it as the constructor does.
+    As in torch, every group holds every hyperparameter, ``"lr"`` included: the constructor
+    fills in what a group leaves out. A group given without an ``"lr"`` follows
+    ``optimizer.lr`` (setting ``optimizer.lr``, as the schedules do, sets its ``"lr"``); a
+    group given one (layer-wise rates, ``{"params": head, "lr": 1e-2}``) keeps its own, and a
+    schedule scales each group's base lr (its ``"initial_lr"``) as PyTorch's schedulers do.
+    ``param_groups`` lists the groups with their values; a value changed there (``"lr"`` too,
+    torch's way of setting a rate by hand) takes effect at the next ``step()``, which checks
+    it as the constructor does. ``print(optimizer)`` shows the groups as torch does.
 
     Subclasses name their hyperparameters (saved in ``state_dict``) and per-parameter
     state, check a hyperparameter's value in ``_checked(name, value)`` (and a group's
@@ -83,8 +88,36 @@ class Optimizer(OptimizerState):
         groups = params if all(isinstance(g, dict) for g in params) else [{"params": params}]
         self._group_specs = groups  # checked in _set_groups, once the defaults exist
         self.params: list[Tensor] = []
+        self._own_lr: list[bool] = []  # per group: given its own "lr" (else follows self.lr)
         self.lr = nonneg("lr", lr)
         self.step_count = 0
+
+    @property
+    def lr(self) -> float:
+        """The learning rate of every group given without its own ``"lr"``; setting it sets
+        theirs (a schedule sets it at every step)."""
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self._lr = value  # checked where it is used (step), as before groups held it
+        for group, own in zip(getattr(self, "param_groups", ()), self._own_lr):
+            if not own:
+                group["lr"] = value
+
+    def has_own_lr(self, g: int) -> bool:
+        """Whether group ``g`` was given its own ``"lr"`` (a schedule scales its
+        ``"initial_lr"``) rather than following ``optimizer.lr``."""
+        return self._own_lr[g]
+
+    def __repr__(self) -> str:
+        """As torch.optim: the class, then every group's hyperparameters in name order."""
+        text = type(self).__name__ + " ("
+        for g, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {g}\n"
+            text += "".join(f"    {key}: {group[key]}\n" for key in sorted(group)
+                            if key != "params")
+        return text + ")"
 
     def _set_groups(self) -> None:
         """Check the parameters and each group's overrides (subclass __init__ calls this
@@ -107,6 +140,8 @@ class Optimizer(OptimizerState):
                 raise TypeError(f"params[{g}]['params']: got {type(members).__name__}; expected "
                                 "an iterable of Tensors") from None
             group["params"] = members
+            self._own_lr.append("lr" in spec)
+            group.setdefault("lr", self.lr)  # every group holds its lr, as in torch
             self.param_groups.append(group)
             for p in members:
                 _check_param(len(self.params), p, seen)
@@ -142,15 +177,15 @@ class Optimizer(OptimizerState):
         return values
 
     def group_lr(self, g: int) -> float:
-        """The learning rate group ``g`` is updated with: its own ``"lr"``, else ``self.lr``."""
-        return self.param_groups[g].get("lr", self.lr)
+        """The learning rate group ``g`` is updated with: its ``"lr"``."""
+        return self.param_groups[g].get("lr", self.lr)  # (self.lr if a user deleted it)
 
     def zero_grad(self) -> None:
         """Set every parameter's ``.grad`` to None."""
         for p in self.params:
             p.grad = None
 
-    def step(self) -> None:
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient, once, in place, and bump its version
         (so a graph recorded before the step refuses to backward). All or nothing: every
         parameter, gradient, state buffer and hyperparameter (each group's, as the
@@ -158,7 +193,18 @@ class Optimizer(OptimizerState):
         any is applied; a step that turns a finite parameter or state value into inf or NaN
         (an lr too large for the dtype) raises a ValueError naming the parameter and the lr,
         and nothing moves. A NaN or inf already in a gradient or parameter goes through,
-        as in ``torch.optim``."""
+        as in ``torch.optim``.
+
+        ``closure`` (optional, as in torch): a function that zeroes the gradients, recomputes
+        the loss, calls ``backward()`` and returns the loss; it is called first, with grad
+        mode on, and its loss is returned (None without a closure)."""
+        loss = None
+        if closure is not None:
+            if not callable(closure):
+                raise TypeError(f"step closure: got {type(closure).__name__}; expected a "
+                                "function that recomputes the loss and its gradients, or None")
+            with enable_grad():
+                loss = closure()
         lr = nonneg("lr", self.lr)
         checked = self._checked_groups()
         work = []
@@ -182,6 +228,7 @@ class Optimizer(OptimizerState):
             p.data[...] = new
             state.update(new_state)
             p.bump_version()
+        return loss
 
     def _checked_groups(self) -> dict[int, dict[str, Any]]:
         """Every group's values checked (by the group's id), or an error naming the group."""

@@ -70,11 +70,16 @@ class LRScheduler:
         self.last_step += 1
         self._apply()
 
+    def get_last_lr(self) -> list[float]:
+        """The learning rate of every group, in order, as set by the last ``step()`` (or the
+        constructor): torch's ``get_last_lr()``."""
+        return [self.optimizer.group_lr(g) for g in range(len(self.optimizer.param_groups))]
+
     def _apply(self) -> None:
-        self.optimizer.lr = self.get_lr()
-        for group in self.optimizer.param_groups:
-            if "lr" in group:  # a group with its own lr scales its own base
-                base = group.setdefault("initial_lr", group["lr"])  # an lr given later
+        self.optimizer.lr = self.get_lr()  # the groups that follow optimizer.lr, too
+        for g, group in enumerate(self.optimizer.param_groups):
+            if self.optimizer.has_own_lr(g):  # a group with its own lr scales its own base
+                base = group.setdefault("initial_lr", group["lr"])
                 group["lr"] = self.lr_at(self.last_step, base)
 
     def state_dict(self) -> dict[str, np.ndarray]:

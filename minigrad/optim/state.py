@@ -86,16 +86,17 @@ class OptimizerState:
         out["num_groups"] = np.array(len(self.param_groups))
         for g, group in enumerate(self.param_groups):
             out[f"group.{g}.size"] = np.array(len(group["params"]))
-            for name in self._group_keys(group):
+            for name in self._group_keys(g, group):
                 out[f"group.{g}.{name}"] = np.array(group[name])
         for i, state in enumerate(self.state):
             for name, value in state.items():
                 out[f"state.{i}.{name}"] = np.array(value, copy=True)
         return out
 
-    def _group_keys(self, group: Mapping[str, Any]) -> list[str]:
-        """The names a group saves: its hyperparameters, and its own lr if it has one."""
-        own = [key for key in GROUP_LR_KEYS if "lr" in group and key in group]
+    def _group_keys(self, g: int, group: Mapping[str, Any]) -> list[str]:
+        """The names a group saves: its hyperparameters, and its lr if it was given its own
+        (a group that follows ``optimizer.lr`` is restored from the top-level ``lr``)."""
+        own = [key for key in GROUP_LR_KEYS if self.has_own_lr(g) and key in group]
         return self._group_names() + own
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -140,9 +141,10 @@ class OptimizerState:
                                  f"{len(self.param_groups)}")
             expected.add("num_groups")
             for g, group in enumerate(self.param_groups):
-                keys = ["size", *self._group_names()] + (["lr"] if "lr" in group else [])
+                own = self.has_own_lr(g)
+                keys = ["size", *self._group_names()] + (["lr"] if own else [])
                 expected.update(f"group.{g}.{name}" for name in keys)
-                if "lr" in group:
+                if own:
                     optional.add(f"group.{g}.initial_lr")
         per_param = set(self._buffer_names) | set(self._counter_names)
         states: list[dict[str, Any]] = [{} for _ in self.params]
@@ -211,7 +213,7 @@ class OptimizerState:
                 raise ValueError(f"{owner}: group.{g}.size got {size}; "
                                  f"expected {len(group['params'])}")
             keys = self._group_names() + [k for k in GROUP_LR_KEYS
-                                          if "lr" in group and f"group.{g}.{k}" in state]
+                                          if self.has_own_lr(g) and f"group.{g}.{k}" in state]
             for name in keys:
                 values[name] = read(name, f"group.{g}.{name}")
         return hyper, groups

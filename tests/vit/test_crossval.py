@@ -164,3 +164,28 @@ def test_train_options_and_crossval_share_every_training_option():
     dests = {a.dest for a in sub.choices["crossval"]._actions}
     fields = set(TrainOptions.__dataclass_fields__) - {"seed"}
     assert fields <= dests
+
+
+def test_crossval_tta_reports_test_time_augmentation_beside_the_single_view(small_set, tmp_path,
+                                                                            capsys):
+    from vit.train.augment import affine
+    out = tmp_path / "cv"
+    status, stdout, err = run(["crossval", "--data", small_set, "--folds", "2", "--seeds", "3",
+                               "--out", out, "--tta", *TINY], capsys)
+    assert status == 0, err
+    result = json.loads((out / "crossval.json").read_text())
+    assert "test-time augmentation" in stdout and result["summary"] == stdout.strip()
+    for i, r in enumerate(result["runs"]):
+        ck = load_checkpoint(out / r["run"] / "checkpoint.npz")
+        fold = load_npz(out / f"fold{i}.npz")
+        x = ck.normalizer(fold["x_test"], ck.model.dtype)
+        fill = ck.normalizer(np.zeros((1, 1, 1, 1)), np.float64)[0, :, 0, 0]
+        probs = 0.0
+        for dy, dx in [(0, 0), (0.5, 0), (-0.5, 0), (0, 0.5), (0, -0.5)]:
+            moved = affine(x, np.broadcast_to(np.eye(2), (len(x), 2, 2)),
+                           np.tile([-dy, -dx], (len(x), 1)), fill=fill)
+            z = ck.model(moved).astype(np.float64)
+            e = np.exp(z - z.max(axis=1, keepdims=True))
+            probs = probs + e / e.sum(axis=1, keepdims=True)
+        assert r["test_acc_tta"] == np.mean(probs.argmax(1) == fold["y_test"])
+    assert result["tta"]["mean"] == np.mean([r["test_acc_tta"] for r in result["runs"]])

@@ -25,6 +25,14 @@ def test_bundled_digits_are_the_uci_set_split_80_20_by_class():
     assert np.all(np.abs(per_class - 0.2) < 0.01)
 
 
+def test_load_digits_docstring_states_the_split_it_loads():
+    import re
+    data = load_digits()
+    train, test = re.search(r"([\d,]+) train / ([\d,]+) test", load_digits.__doc__).groups()
+    assert (int(train.replace(",", "")), int(test.replace(",", ""))) == \
+        (len(data.x_train), len(data.x_test))
+
+
 def test_bundled_digits_are_small_uint8_and_package_data():
     assert DIGITS_PATH.stat().st_size < 100_000
     with np.load(DIGITS_PATH, allow_pickle=False) as f:

@@ -96,11 +96,73 @@ def test_probabilities_are_the_softmax_of_the_logits(checkpoint):
     np.testing.assert_array_equal(probs.argmax(axis=1), model.predict(x))
 
 
-def test_a_saved_model_has_no_normalizer_and_takes_its_inputs_as_given(saved, checkpoint):
+def test_a_saved_model_keeps_the_checkpoints_preprocessing_and_answers(saved, checkpoint):
+    ck = load_checkpoint(checkpoint)
     model = vit.load(saved)
-    assert model.normalizer is None
+    np.testing.assert_array_equal(model.normalizer.mean, ck.normalizer.mean)
+    np.testing.assert_array_equal(model.normalizer.std, ck.normalizer.std)
+    x = load_digits().x_test
+    assert model.input_range == (float(load_digits().x_train.min()),
+                                 float(load_digits().x_train.max())) == (0.0, 16.0)
+    np.testing.assert_array_equal(model.predict(x), vit.load(checkpoint).predict(x))
+
+
+def test_a_run_folder_loads_as_its_checkpoint(checkpoint):
+    a, b = vit.load(checkpoint.parent), vit.load(checkpoint)
+    x = load_digits().x_test[:50]
+    np.testing.assert_array_equal(a.predict(x, probabilities=True),
+                                  b.predict(x, probabilities=True))
+
+
+def test_a_model_built_in_python_takes_its_inputs_as_given(tmp_path):
+    model = TinyViT(img_size=8, patch_size=4, dim=8, num_heads=2, mlp_dim=8, num_classes=3,
+                    seed=0)
+    model.save(tmp_path / "m.npz")
+    back = vit.load(tmp_path / "m.npz")
+    assert back.normalizer is None and back.input_range is None
     x = np.random.default_rng(0).normal(size=(7, 1, 8, 8))
-    np.testing.assert_array_equal(model.predict(x), model(x).argmax(axis=1))
+    np.testing.assert_array_equal(back.predict(x), model(x).argmax(axis=1))
+
+
+@pytest.mark.parametrize("scale, shown", [(1 / 16, r"\[0, 1\]"), (255 / 16, r"\[0, 255\]")],
+                         ids=["0..1", "0..255"])
+def test_images_on_another_scale_get_one_warning_naming_the_numbers(checkpoint, scale, shown):
+    import warnings
+    x = load_digits().x_test * scale
+    model = vit.load(checkpoint)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.predict(x)
+    assert len(caught) == 1 and issubclass(caught[0].category, vit.model.predict.InputRangeWarning)
+    assert re.search(shown + r".*trained on pixels in \[0, 16\]", str(caught[0].message))
+
+
+def test_images_on_the_training_scale_get_no_warning(checkpoint):
+    import warnings
+    model = vit.load(checkpoint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.predict(load_digits().x_test)
+        model.predict(load_digits().x_test[:1])
+
+
+def test_tta_averages_the_softmax_of_the_image_and_its_half_pixel_shifts(checkpoint):
+    from vit.train.augment import affine
+    model = vit.load(checkpoint)
+    x_raw = load_digits().x_test[:60]
+    x = model.normalizer(x_raw, model.dtype)
+    fill = model.normalizer(np.zeros((1, 1, 1, 1)), np.float64)[0, :, 0, 0]
+    expected = 0.0
+    for dy, dx in [(0, 0), (0.5, 0), (-0.5, 0), (0, 0.5), (0, -0.5)]:  # docs/results.md's views
+        moved = affine(x, np.broadcast_to(np.eye(2), (60, 2, 2)), np.tile([-dy, -dx], (60, 1)),
+                       fill=fill)
+        z = model(moved).astype(np.float64)
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        expected = expected + e / e.sum(axis=1, keepdims=True) / 5
+    probs = model.predict(x_raw, probabilities=True, tta=True)
+    np.testing.assert_allclose(probs, expected, rtol=0,
+                               atol=64 * np.finfo(np.float32).eps)
+    np.testing.assert_array_equal(model.predict(x_raw, tta=True), probs.argmax(axis=1))
 
 
 @pytest.mark.parametrize("images, error, match", [
@@ -131,8 +193,10 @@ def test_load_refuses_what_is_not_a_model(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         vit.load(tmp_path / "nothing.npz")
     np.savez(tmp_path / "other.npz", a=np.zeros(3))
-    with pytest.raises(ValueError, match="no 'config' entry"):
+    with pytest.raises(ValueError, match="without 'format' or 'config' entries"):
         vit.load(tmp_path / "other.npz")
+    with pytest.raises(ValueError, match="is a folder but not a run folder"):
+        vit.load(tmp_path)
     (tmp_path / "text.npz").write_text("hello")
     with pytest.raises(ValueError, match="not an .npz archive"):
         vit.load(tmp_path / "text.npz")
@@ -296,3 +360,15 @@ def test_without_pillow_pictures_name_the_extra(checkpoint, tmp_path, capsys, mo
     monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL -> ImportError
     status, _, err = run(["predict", checkpoint, tmp_path / "a.png"], capsys)
     assert status == 1 and err.count("\n") == 1 and "minigrad-vit[images]" in err
+
+
+def test_a_checkpoint_written_before_the_input_range_loads_and_says_so(checkpoint, tmp_path):
+    from vit.model.modelfile import MissingEntryWarning
+    with np.load(checkpoint) as f:
+        arrays = {k: f[k] for k in f.files if k != "input/range"}
+    np.savez(tmp_path / "old.npz", **arrays)
+    with pytest.warns(MissingEntryWarning, match=r"old.npz: no 'input/range' entry"):
+        model = vit.load(tmp_path / "old.npz")
+    assert model.input_range is None and model.normalizer is not None
+    x = load_digits().x_test
+    np.testing.assert_array_equal(model.predict(x), vit.load(checkpoint).predict(x))

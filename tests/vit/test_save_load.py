@@ -168,3 +168,94 @@ def test_object_arrays_and_pickles_are_never_unpickled(tmp_path):
     with pytest.raises(ValueError, match="raw.npz"):
         TinyViT.load(tmp_path / "raw.npz")
     assert not marker.exists()
+
+
+# ---- the preprocessing a model file carries ----------------------------------------------------
+def old_model_file(tmp_path):
+    """A model file as TinyViT.save wrote it before model files held their preprocessing:
+    config and parameters, no format entry."""
+    model, x = trained()
+    arrays = {f"param/{k}": v for k, v in model.state_dict().items()}
+    arrays["config"] = np.array(json.dumps({**model.config, "dtype": "float64"}))
+    np.savez(tmp_path / "old.npz", **arrays)
+    return tmp_path / "old.npz", model, x
+
+
+def test_save_keeps_the_normalizer_and_the_input_range(tmp_path):
+    from vit.model.normalizer import Normalizer
+    model, x = trained()
+    model.normalizer = Normalizer(np.array([1.0, 2.0]), np.array([3.0, 0.5]))
+    model.input_range = (-1.0, 4.5)
+    model.save(tmp_path / "m.npz")
+    back = TinyViT.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(back.normalizer.mean, [1.0, 2.0])
+    np.testing.assert_array_equal(back.normalizer.std, [3.0, 0.5])
+    assert back.input_range == (-1.0, 4.5)
+    with np.load(tmp_path / "m.npz") as f:
+        assert str(f["format"]) == "vit-model/1"
+        assert {"norm/mean", "norm/std", "input/range"} <= set(f.files)
+
+
+def test_a_model_without_a_normalizer_saves_that_it_takes_inputs_as_given(tmp_path):
+    model, x = trained()
+    model.save(tmp_path / "m.npz")
+    back = TinyViT.load(tmp_path / "m.npz")
+    assert back.normalizer is None and back.input_range is None
+    with np.load(tmp_path / "m.npz") as f:
+        assert not {"norm/mean", "norm/std", "input/range"} & set(f.files)
+
+
+def test_an_old_model_file_is_refused_without_explicit_preprocessing(tmp_path):
+    path, model, _ = old_model_file(tmp_path)
+    with pytest.raises(ValueError, match=r"old.npz: saved before model files held their "
+                       r"preprocessing .*mean=.*std=.*normalize='none'") as e:
+        TinyViT.load(path)
+    assert "\n" not in str(e.value)
+
+
+def test_an_old_model_file_loads_with_explicit_statistics_or_none(tmp_path):
+    path, model, x = old_model_file(tmp_path)
+    given = TinyViT.load(path, mean=[0.5, 1.5], std=[2.0, 4.0])
+    np.testing.assert_array_equal(given.normalizer.mean, [0.5, 1.5])
+    np.testing.assert_array_equal(given.normalizer.std, [2.0, 4.0])
+    same_params(given, model)
+    plain = TinyViT.load(path, normalize="none")
+    assert plain.normalizer is None
+    np.testing.assert_array_equal(plain.forward(x), model.forward(x))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(mean=[0.5]), "std: missing"),
+    (dict(mean=[0.5], std=[1.0]), r"mean: got \[0.5\]; expected 2 finite numbers"),
+    (dict(mean=[0.5, 1.0], std=[1.0, 0.0]), "std"),
+    (dict(normalize="zscore"), "normalize: got 'zscore'; expected 'none'"),
+    (dict(normalize="none", mean=[0.0, 0.0], std=[1.0, 1.0]), "one of them"),
+])
+def test_bad_explicit_preprocessing_is_refused_naming_it(tmp_path, kwargs, match):
+    path, _, _ = old_model_file(tmp_path)
+    with pytest.raises(ValueError, match=match):
+        TinyViT.load(path, **kwargs)
+
+
+def test_explicit_preprocessing_for_a_file_that_states_its_own_is_refused(tmp_path):
+    model, _ = trained()
+    model.save(tmp_path / "m.npz")
+    with pytest.raises(ValueError, match="states that its inputs are used as given"):
+        TinyViT.load(tmp_path / "m.npz", mean=[0.0, 0.0], std=[1.0, 1.0])
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda a: a.update({"norm/mean": np.zeros(2)}), "'norm/mean' without 'norm/std'"),
+    (lambda a: a.update({"norm/mean": np.zeros(3), "norm/std": np.ones(3)}),
+     "'norm/mean' is float64 of shape \\(3,\\); expected 2"),
+    (lambda a: a.update({"norm/mean": np.zeros(2), "norm/std": np.zeros(2)}), "norm/std"),
+    (lambda a: a.update({"input/range": np.array([3.0, 1.0])}), "lowest <= highest"),
+    (lambda a: a.update({"input/range": np.array([0.0, np.inf])}), "input/range"),
+    (lambda a: a.update({"input/range": np.zeros(3)}), "input/range"),
+    (lambda a: a.update({"format": np.array("vit-model/9")}), "entry 'format'"),
+], ids=["mean-only", "mean-shape", "std-zero", "range-order", "range-inf", "range-shape",
+        "format"])
+def test_broken_preprocessing_entries_are_refused_naming_them(tmp_path, change, match):
+    path = rewrite(tmp_path, change)
+    with pytest.raises(ValueError, match=match):
+        TinyViT.load(path)

@@ -1,7 +1,8 @@
-"""The exported files build, in timm, the network TinyViT computes: timm's VisionTransformer
-from config.json, the weights loaded with strict=True, the same logits (1e-10 in float64,
-a few hundred ulps in float32). Skipped without torch, timm or safetensors; CI runs this file
-in its own environment (.ci/run)."""
+"""The exported folder is a timm model: ``timm.create_model("local-dir:DIR", pretrained=True)``
+builds it from config.json and model.safetensors as they are, with the same logits as
+TinyViT (1e-10 in float64, a few hundred ulps in float32), and timm's own data config holds
+the model's normalization. Skipped without torch, timm or safetensors; CI runs this file in
+its own environment (.ci/run)."""
 from __future__ import annotations
 
 import inspect
@@ -56,12 +57,10 @@ def perturbed(cfg, dtype, seed=0):
 
 
 def timm_model(folder: Path, dtype) -> torch.nn.Module:
-    config = json.loads((folder / "config.json").read_text())
-    eps = config.pop("norm_eps")
-    config.pop("preprocessing")
-    net = VisionTransformer(**config, norm_layer=partial(torch.nn.LayerNorm, eps=eps))
-    net = net.double() if dtype == np.float64 else net.float()
-    net.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
+    """timm's own loader of a local folder, nothing of ours in between."""
+    torch_dtype = torch.float64 if dtype == np.float64 else torch.float32
+    net = timm.create_model(f"local-dir:{folder}", pretrained=True, dtype=torch_dtype)
+    assert all(m.eps == 1e-5 for m in net.modules() if isinstance(m, torch.nn.LayerNorm))
     return net.eval()
 
 
@@ -102,22 +101,32 @@ def test_a_timm_model_comes_back_to_the_same_logits(cfg):
     """timm's own (randomly initialized) weights -> from_timm -> the logits timm computes."""
     model = perturbed(cfg, np.float64)
     state, config = to_timm(model)
-    eps = config.pop("norm_eps")
     torch.manual_seed(0)
-    net = VisionTransformer(**{k: v for k, v in config.items() if k != "preprocessing"},
-                            norm_layer=partial(torch.nn.LayerNorm, eps=eps)).double().eval()
+    net = VisionTransformer(**config["model_args"],
+                            norm_layer=partial(torch.nn.LayerNorm, eps=1e-5)).double().eval()
     with torch.no_grad():  # timm's init leaves biases 0; move them, but not attn.proj's
         for name, p in net.named_parameters():
             if not name.endswith("attn.proj.bias"):
                 p.add_(0.1 * torch.randn_like(p))
     arrays = {k: v.detach().numpy().copy() for k, v in net.state_dict().items()}
-    back = from_timm(arrays, {**config, "norm_eps": eps})
+    back = from_timm(arrays, config)
     c = back.config
     x = np.random.default_rng(3).standard_normal((4, c["in_chans"], c["img_size"],
                                                   c["img_size"]))
     with torch.no_grad():
         theirs = net(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(back(x), theirs, rtol=0, atol=1e-10)
+
+
+def test_timms_data_config_is_the_models_normalization(tmp_path):
+    model = perturbed(CONFIGS[2], np.float32)
+    save_training_checkpoint(tmp_path / "ck.npz", model,
+                             Normalizer(np.array([0.5, 1.0, 2.0]), np.array([2.0, 3.0, 4.0])))
+    export_timm(tmp_path / "ck.npz", tmp_path / "out")
+    net = timm.create_model(f"local-dir:{tmp_path / 'out'}", pretrained=True)
+    data = timm.data.resolve_data_config({}, model=net)
+    assert tuple(data["mean"]) == (0.5, 1.0, 2.0) and tuple(data["std"]) == (2.0, 3.0, 4.0)
+    assert tuple(data["input_size"]) == (3, 12, 12)
 
 
 def test_the_export_doc_lines_build_the_same_classifier(tmp_path):

@@ -244,9 +244,9 @@ def test_corrupt_checkpoint_and_data_give_clear_errors(tmp_path, capsys):
         ckpt.write_bytes(bad)
         status, _, err = run(["eval", ckpt], capsys)
         assert status == 2 and "checkpoint.npz" in err and "Traceback" not in err
-    TinyViT(dim=16, num_heads=2).save(ckpt)  # a model file is not a training checkpoint
+    TinyViT(dim=16, num_heads=2).save(ckpt)  # a model file: eval takes it, on data it fits
     status, _, err = run(["eval", ckpt], capsys)
-    assert status == 2 and "not a training checkpoint" in err
+    assert status == 2 and "does not fit the model" in err and "give --data" in err
     assert run(["eval", tmp_path / "missing.npz"], capsys)[0] == 2
     (tmp_path / "data.npz").write_bytes(b"PK\x03\x04 broken zip")
     status, _, err = run(["train", "--data", tmp_path / "data.npz", "--out", tmp_path / "r",

@@ -8,8 +8,10 @@ from typing import Callable
 
 import numpy as np
 
+from ..model.modelfile import Explicit
+
 __all__ = ["number_type", "positive_int", "natural", "positive", "nonnegative", "fraction", "degrees",
-           "seed_list"]
+           "seed_list", "number_list", "add_preprocessing_options", "explicit_of"]
 
 
 def number_type(kind: type, test: Callable[[float], bool],
@@ -49,3 +51,37 @@ def seed_list(text: str) -> list[int]:
 
 seed_list.__name__ = "comma-separated seeds"
 degrees = number_type(float, lambda v: 0 <= v <= 180, "a number of degrees in [0, 180]")
+
+
+def number_list(text: str) -> list[float]:
+    """``0.5`` or ``0.5,1,2`` -> finite numbers, one per channel (at most 4096)."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or len(values) > 4096 or not all(np.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"got {text[:40]!r}; expected finite numbers separated "
+                                         "by commas, one per channel (e.g. 4.88 or 0.48,0.46,0.41)")
+    return values
+
+
+number_list.__name__ = "comma-separated numbers"
+
+
+def add_preprocessing_options(p: argparse.ArgumentParser) -> None:
+    """``--mean``, ``--std``, ``--normalize none``: the preprocessing of a model file that does
+    not state its own (saved before model files did, or a timm model trained elsewhere)."""
+    p.add_argument("--mean", type=number_list, default=None, metavar="M[,M...]",
+                   help="per-channel mean of the training pixels, for a model file that does "
+                   "not hold its statistics (with --std)")
+    p.add_argument("--std", type=number_list, default=None, metavar="S[,S...]",
+                   help="per-channel standard deviation, with --mean")
+    p.add_argument("--normalize", choices=["none"], default=None,
+                   help="none: the model takes its inputs as given (for a model file that "
+                   "does not say)")
+
+
+def explicit_of(args: argparse.Namespace) -> Explicit:
+    """The command line's explicit preprocessing (``vit.model.modelfile.Explicit``)."""
+    return Explicit(getattr(args, "mean", None), getattr(args, "std", None),
+                    getattr(args, "normalize", None))

@@ -1,12 +1,17 @@
-"""The command line: ``python -m vit {train,crossval,eval,plot,gradcheck}`` (also ``vit``).
+"""The command line: ``python -m vit {train,crossval,eval,predict,plot,gradcheck,export,import}``
+(also ``vit``).
 
-Usage errors (unknown options, bad values, unreadable files) exit with status 2 and one
-line on stderr; a run that diverges, or cannot write (a full disk), exits with status 1.
+Every command that takes a model reads it with one loader (``vit.train.loading.open_model``):
+a training checkpoint, a model file or a run folder. Usage errors (unknown options, bad
+values, unreadable files, a file of the wrong kind) exit with status 2 and one line on
+stderr; a run that diverges, or cannot write (a full disk), exits with status 1. Warnings
+(images on another scale, what an older file lacks) are one line each on stderr.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -20,14 +25,18 @@ from minigrad.runtime.heap import keep_heap
 
 from ..model.config import MAX_DEPTH, MAX_PARAMETERS, limits
 from ..model.losses import mixup
+from ..model.modelfile import MissingEntryWarning
+from ..model.predict import InputRangeWarning, model_inputs, tta_probabilities
 from ..model.tinyvit import TinyViT
 from ..train.checkpoint import load_checkpoint
 from ..train.crossval import crossval
 from ..train.data import load_data
+from ..train.loading import Loaded, open_model
 from ..train.loop import TrainingDiverged, evaluate, load_task, train
 from ..train.options import TrainOptions
 from ..train.runfolder import CHECKPOINT, METRICS, read_metrics
-from .args import degrees, fraction, natural, nonnegative, positive, positive_int, seed_list
+from .args import (add_preprocessing_options, degrees, explicit_of, fraction, natural,
+                   nonnegative, positive, positive_int, seed_list)
 from .attention_maps import cls_attention, cls_self_attention
 from .plots import (DPI, FORMATS, confusion_matrix, plot_attention, plot_confusion, plot_curves,
                     require_matplotlib)  # (matplotlib itself is imported only to draw)
@@ -153,16 +162,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--resume", action="store_true", help="continue the runs in OUT")
     c.add_argument("--overwrite", action="store_true", help="start over in a used OUT")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--tta", action="store_true",
+                   help="also score each run with test-time augmentation (the softmax "
+                   "averaged over the image and its four half-pixel shifts)")
     c.set_defaults(func=cmd_crossval)
 
-    e = sub.add_parser("eval", help="accuracy and confusion matrix of a checkpoint")
-    e.add_argument("checkpoint", type=Path, metavar="CHECKPOINT")
+    e = sub.add_parser("eval", help="accuracy and confusion matrix of a model",
+                       description="Accuracy, loss and confusion matrix on a test split.")
+    e.add_argument("checkpoint", type=Path, metavar="MODEL",
+                   help="a training checkpoint, its run folder or a model file")
     e.add_argument("--data", default=None, metavar="PATH",
-                   help="evaluate on this data's test split (default: the run's data)")
+                   help="evaluate on this data's test split (default: the run's data; the "
+                   "bundled digits for a model file)")
+    e.add_argument("--tta", action="store_true",
+                   help="average the softmax over the image and its four half-pixel shifts")
+    add_preprocessing_options(e)
     e.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("plot", help="figures of a run: curves, confusion, CLS attention")
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("run_dir", type=Path, metavar="RUN",
+                   help="a run folder (or its checkpoint.npz)")
     p.add_argument("--images", type=positive_int, default=6, help="attention maps to draw")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where to write the figures (default RUN_DIR)")
@@ -170,7 +189,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"png ({DPI} dpi, the default) or a vector format")
     p.set_defaults(func=cmd_plot)
 
-    g = sub.add_parser("gradcheck", help="check every parameter's gradient in float64")
+    g = sub.add_parser("gradcheck", help="check every parameter's gradient in float64",
+                       description="Check d loss / d parameter against finite differences in "
+                       "float64: of a trained model (MODEL: a checkpoint, run folder or model "
+                       "file) at its own parameters on a batch of its data, or of a small "
+                       "random model (no MODEL; the options below shape it).")
+    g.add_argument("model", type=Path, nargs="?", default=None, metavar="MODEL")
+    g.add_argument("--data", default=None, metavar="PATH",
+                   help="with MODEL: take the batch from this data (default: the run's data; "
+                   "the bundled digits for a model file)")
+    add_preprocessing_options(g)
     _model_options(g, small=True)
     g.add_argument("--batch", type=positive_int, default=3, help="images (default 3)")
     g.add_argument("--classes", type=positive_int, default=3, help="classes (default 3)")
@@ -185,10 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write DIR/model.safetensors and DIR/config.json: the "
                        "weights and keyword arguments of timm's VisionTransformer that computes "
                        "the same logits (docs/export.md).")
-    x.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
-                   help="a training checkpoint or a model saved by TinyViT.save")
+    x.add_argument("checkpoint", type=Path, metavar="MODEL",
+                   help="a training checkpoint, its run folder or a model file")
     x.add_argument("--to", required=True, choices=["timm"], help="the target library")
     x.add_argument("--out", required=True, type=Path, metavar="DIR", help="the folder to write")
+    add_preprocessing_options(x)
     x.set_defaults(func=cmd_export)
 
     i = sub.add_parser("import", help="build a model from timm files, saved as one .npz",
@@ -196,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "VisionTransformer) and save the same network with TinyViT.save.")
     i.add_argument("folder", type=Path, metavar="DIR")
     i.add_argument("--out", required=True, type=Path, metavar="MODEL.npz")
+    add_preprocessing_options(i)
     i.set_defaults(func=cmd_import)
 
     add_predict_command(sub)
@@ -239,33 +269,55 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_crossval(args: argparse.Namespace) -> int:
 
     crossval(TrainOptions(**_given(args)), args.out, folds=args.folds, seeds=args.seeds,
-             resume=args.resume, overwrite=args.overwrite, quiet=args.quiet)
+             resume=args.resume, overwrite=args.overwrite, quiet=args.quiet, tta=args.tta)
     return 0
 
 
-def _eval_data(ck: Any, data_path: str | None) -> tuple[Any, np.ndarray, np.ndarray]:
-    """Normalized test images and labels for a checkpoint (its own data unless given)."""
+def open_model_arg(args: argparse.Namespace, path: Path, what: str) -> Loaded:
+    """The model of a command's MODEL argument, through the one loader, with the command
+    line's explicit preprocessing (for a model file that does not state its own)."""
+    return open_model(path, explicit=explicit_of(args), what=what)
 
-    o = TrainOptions.from_dict(ck.options)
-    cfg = ck.model.config
+
+def _model_data(loaded: Loaded, data_path: str | None) -> Any:
+    """The data a model is evaluated on: ``data_path``, else a checkpoint's run's data, else
+    (a model file) the bundled digits; refused unless its images and classes fit the model."""
+    cfg = loaded.model.config
     shape = (cfg["in_chans"], cfg["img_size"], cfg["img_size"])
+    o = TrainOptions.from_dict(loaded.checkpoint.options) if loaded.checkpoint else TrainOptions()
     data = load_data(data_path, shape) if data_path is not None else load_task(o, shape)
-    if data.image_shape != shape or \
-            data.y_test.max() >= cfg["num_classes"]:
-        raise ValueError(f"{data.describe()} does not fit the checkpoint's model "
+    if data.image_shape != shape or max(data.y_test.max(), data.y_train.max()) >= \
+            cfg["num_classes"]:
+        hint = "" if data_path is not None or loaded.checkpoint else " (give --data)"
+        raise ValueError(f"{data.describe()} does not fit the model of {loaded.path} "
                          f"({cfg['in_chans']}x{cfg['img_size']}x{cfg['img_size']} images, "
-                         f"{cfg['num_classes']} classes)")
-    return data, ck.normalizer(data.x_test, ck.model.dtype), data.y_test
+                         f"{cfg['num_classes']} classes){hint}")
+    return data
+
+
+def _eval_data(loaded: Loaded, data_path: str | None) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The model's test inputs (normalized as predict does) and labels."""
+    data = _model_data(loaded, data_path)
+    return data, model_inputs(loaded.model, data.x_test, f"{data.name} x_test"), data.y_test
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
 
-    ck = load_checkpoint(args.checkpoint)
-    data, x, y = _eval_data(ck, args.data)
-    loss, acc, pred = evaluate(ck.model, x, y)
-    k = ck.model.config["num_classes"]
+    loaded = open_model_arg(args, args.checkpoint, "vit eval MODEL")
+    model = loaded.model
+    data, x, y = _eval_data(loaded, args.data)
+    if args.tta:
+        probs = tta_probabilities(model, x)
+        pred = np.argmax(probs, axis=1)
+        acc = float(np.mean(pred == y))
+        loss = float(-np.mean(np.log(np.maximum(probs[np.arange(len(y)), y], 1e-300))))
+    else:
+        loss, acc, pred = evaluate(model, x, y)
+    k = model.config["num_classes"]
     matrix = confusion_matrix(y, pred, k)
-    print(f"{args.checkpoint} (epoch {ck.epoch}) on the test split of {data.describe()}")
+    what = f"epoch {loaded.checkpoint.epoch}" if loaded.checkpoint else "model file"
+    print(f"{loaded.path} ({what}) on the test split of {data.describe()}"
+          + (" with test-time augmentation (5 views)" if args.tta else ""))
     print(f"accuracy {100 * acc:.2f}% ({int(np.trace(matrix))}/{len(y)}), loss {loss:.4f}")
     print("confusion matrix (rows: true class, columns: predicted class)")
     width = max(3, len(str(matrix.max())) + 1)
@@ -279,14 +331,22 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     require_matplotlib()
     run = args.run_dir
+    if run.is_file():  # its checkpoint: the run is the folder holding it
+        loaded = open_model_arg(args, run, "vit plot RUN")
+        if loaded.checkpoint is None:
+            raise ValueError(f"{run}: a model file; vit plot wants a run folder or its "
+                             f"{CHECKPOINT} (the curves come from the run's {METRICS})")
+        run = run.parent
     if not (run / METRICS).exists():
-        raise ValueError(f"{run}: no {METRICS}; expected a run folder written by `vit train`")
+        raise ValueError(f"{run}: no {METRICS}; expected a run folder written by `vit train` "
+                         f"(or its {CHECKPOINT})")
     rows = read_metrics(run / METRICS,  # a torn last line: one line on stderr, not a warning
                         note=lambda message: print(f"vit plot: note: {message}", file=sys.stderr))
     if not rows:
         raise ValueError(f"{run / METRICS}: no completed epoch to plot")
-    ck = load_checkpoint(run / CHECKPOINT)
-    data, x, y = _eval_data(ck, None)
+    loaded = open_model_arg(args, run, "vit plot RUN")
+    ck = loaded.checkpoint
+    data, x, y = _eval_data(loaded, None)
     _, acc, pred = evaluate(ck.model, x, y)
     out = args.out or run
     out.mkdir(parents=True, exist_ok=True)
@@ -304,25 +364,45 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _float64_copy(model: TinyViT) -> TinyViT:
+    """``model`` rebuilt in float64, its parameters cast (exactly: float64 holds every float32
+    and float16), with its preprocessing."""
+    copy = TinyViT(**model.config, dtype=np.float64)
+    copy.load_state_dict({k: v.astype(np.float64) for k, v in model.state_dict().items()})
+    copy.normalizer, copy.input_range = model.normalizer, model.input_range
+    return copy
+
+
 def cmd_gradcheck(args: argparse.Namespace) -> int:
 
-
     rng = np.random.default_rng(args.seed)
-    model = TinyViT(img_size=args.img_size, patch_size=args.patch_size, dim=args.dim,
-                    num_heads=args.heads, mlp_dim=args.mlp_dim, num_classes=args.classes,
-                    use_pos_emb=not args.no_pos_emb, depth=args.depth, dtype=np.float64,
-                    seed=args.seed)
-    x = rng.standard_normal((args.batch, 1, args.img_size, args.img_size))
-    soft = mixup(x, rng.integers(0, args.classes, args.batch), args.classes, rng=rng).y
-    names, params = zip(*model.named_parameters())
-    for p in params:  # move LayerNorm gains and zero biases off their special initial values
-        p.data += 0.1 * rng.standard_normal(p.shape)
+    if args.model is not None:  # the trained model, at its own parameters, on its data
+        loaded = open_model_arg(args, args.model, "vit gradcheck MODEL")
+        model = _float64_copy(loaded.model)
+        data = _model_data(loaded, args.data)
+        n = min(args.batch, len(data.x_train))
+        x = model_inputs(model, data.x_train[:n], f"{data.name} x")
+        K = model.config["num_classes"]
+        soft = mixup(x, data.y_train[:n], K, rng=rng).y
+        names, params = zip(*model.named_parameters())
+        what = f"{loaded.path}, {n} images of {data.name}"
+    else:
+        model = TinyViT(img_size=args.img_size, patch_size=args.patch_size, dim=args.dim,
+                        num_heads=args.heads, mlp_dim=args.mlp_dim, num_classes=args.classes,
+                        use_pos_emb=not args.no_pos_emb, depth=args.depth, dtype=np.float64,
+                        seed=args.seed)
+        x = rng.standard_normal((args.batch, 1, args.img_size, args.img_size))
+        soft = mixup(x, rng.integers(0, args.classes, args.batch), args.classes, rng=rng).y
+        names, params = zip(*model.named_parameters())
+        for p in params:  # move LayerNorm gains and zero biases off their initial values
+            p.data += 0.1 * rng.standard_normal(p.shape)
+        what = "a random model"
 
     def loss(*_: Tensor) -> Tensor:  # mixup's soft targets with label smoothing, as in training
         return F.cross_entropy(model(Tensor(x)), soft, label_smoothing=0.1)
 
     report = mg.gradcheck(loss, list(params), fast=args.fast, raise_exception=False)
-    print(f"gradcheck of TinyViT ({model.num_parameters()} parameters, float64, "
+    print(f"gradcheck of TinyViT ({what}; {model.num_parameters()} parameters, float64, "
           f"{'random directions' if args.fast else 'every element'}): d loss / d parameter")
     print(f"{'parameter':<24} {'shape':<12} {'max abs err':>11} {'max rel err':>11}  result")
     for r in report.inputs:
@@ -336,7 +416,7 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
 
-    model, folder = export_timm(args.checkpoint, args.out)
+    model, folder = export_timm(args.checkpoint, args.out, explicit_of(args))
     c = model.config
     print(f"wrote {folder / WEIGHTS} and {folder / CONFIG}: timm VisionTransformer, depth "
           f"{c.get('depth', 1)}, embed_dim {c['dim']}, {c['num_heads']} heads, "
@@ -346,9 +426,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
 
-    model = import_timm(args.folder, args.out)
-    print(f"wrote {args.out}: TinyViT {model.config}, {model.dtype} (load it with TinyViT.load;"
-          " the normalizer stays in config.json's preprocessing)")
+    model = import_timm(args.folder, args.out, explicit_of(args))
+    pre = "inputs used as given" if model.normalizer is None else \
+        f"normalized by mean {model.normalizer.mean.tolist()} std {model.normalizer.std.tolist()}"
+    print(f"wrote {args.out}: TinyViT {model.config}, {model.dtype}, {pre} (load it with "
+          "vit.load; every command takes it)")
     return 0
 
 
@@ -370,8 +452,17 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"vit {args.command}: error: "
     keep_heap()  # a step's arrays reuse the process's pages instead of faulting in new ones
     try:
-        with blas_threads(args.threads), limits(max_parameters=args.max_parameters):
-            return args.func(args)
+        with blas_threads(args.threads), limits(max_parameters=args.max_parameters), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", InputRangeWarning)
+            warnings.simplefilter("always", MissingEntryWarning)
+            try:
+                return args.func(args)
+            finally:
+                for w in caught:  # one line each, as everything this command says
+                    kind = "warning" if issubclass(w.category, InputRangeWarning) else "note"
+                    print(f"vit {args.command}: {kind}: " + " ".join(str(w.message).split()),
+                          file=sys.stderr)
     except (ValueError, FileNotFoundError, ImportError) as e:
         print(prefix + " ".join(str(e).split()), file=sys.stderr)
         return 1 if isinstance(e, ImportError) else 2

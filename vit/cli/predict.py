@@ -19,8 +19,8 @@ from ..io.files import fspath
 from ..io.images import open_picture, picture_pixels, read_array
 from ..model.predict import as_batch, as_float32, predict, top_k
 from ..train.data import MAX_DATA_ELEMENTS
-from ..train.loading import load
-from .args import positive_int
+from ..train.loading import open_model
+from .args import add_preprocessing_options, explicit_of, positive_int
 
 __all__ = ["is_digits_model", "read_input", "add_predict_command", "cmd_predict"]
 
@@ -64,17 +64,20 @@ def add_predict_command(sub: Any) -> None:
                        description="Print the most probable classes of each image, one line per "
                        "image (docs/predict.md). A digits model (1x8x8 inputs) reduces a picture "
                        "of a handwritten digit of any size to the UCI digits' 8x8 format.")
-    p.add_argument("checkpoint", metavar="CHECKPOINT",
-                   help="a training checkpoint or a model saved by TinyViT.save")
+    p.add_argument("checkpoint", metavar="MODEL",
+                   help="a training checkpoint, its run folder or a model file")
     p.add_argument("files", nargs="+", metavar="FILE", help=".png, .jpg, .npy or .npz")
     p.add_argument("--top-k", type=positive_int, default=None, metavar="K",
                    help="classes shown per image (default 3, or every class if fewer)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--tta", action="store_true",
+                   help="average the softmax over the image and its four half-pixel shifts")
+    add_preprocessing_options(p)
     p.set_defaults(func=cmd_predict)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    model = load(args.checkpoint)
+    model = open_model(args.checkpoint, explicit=explicit_of(args), what="vit predict MODEL").model
     K = model.config["num_classes"]
     k = min(3, K) if args.top_k is None else args.top_k
     if not 1 <= k <= K:
@@ -88,7 +91,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                              "together; expected fewer images per call")
         names += [(str(path), None)] if len(x) == 1 else [(str(path), i) for i in range(len(x))]
         batches.append(x)
-    classes, probs = top_k(predict(model, np.concatenate(batches), probabilities=True), k)
+    classes, probs = top_k(predict(model, np.concatenate(batches), probabilities=True,
+                                   tta=args.tta), k)
     for (name, index), c, p in zip(names, classes, probs):
         if args.json:
             print(json.dumps({"file": name, "index": index, "top": [

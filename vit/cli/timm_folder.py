@@ -1,22 +1,26 @@
-"""The timm files, ``DIR/model.safetensors`` and ``DIR/config.json`` (docs/export.md), read
-and written with safetensors' NumPy API (the optional extra ``minigrad-vit[export]``)."""
+"""The timm folder, ``DIR/model.safetensors`` and ``DIR/config.json`` (docs/export.md): what
+``timm.create_model("local-dir:DIR", pretrained=True)`` loads, read and written with
+safetensors' NumPy API (the optional extra ``minigrad-vit[export]``). The pair is written all
+or nothing, and config.json names the SHA-256 of the weights it was written with, so a
+reader refuses a pair from two exports."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 
-from ..io.atomic import write_atomic
+from ..io.atomic import write_atomic_group
 from ..io.files import open_regular
-from ..io.npz import load_npz
-from ..model.normalizer import Normalizer
+from ..model.modelfile import Explicit
+from ..model.timm_config import BLOCK
 from ..model.timm_convert import from_timm, to_timm
 from ..model.tinyvit import TinyViT
-from ..train.checkpoint import load_checkpoint
+from ..train.loading import open_model
 
-__all__ = ["export_timm", "read_timm", "import_timm", "load_model", "WEIGHTS", "CONFIG"]
+__all__ = ["export_timm", "read_timm", "import_timm", "WEIGHTS", "CONFIG"]
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 MAX_CONFIG_BYTES = 1 << 20
@@ -30,16 +34,6 @@ def _safetensors():
         raise ImportError("timm export/import needs the safetensors package: pip install "
                           "'minigrad-vit[export]'") from None
     return safetensors.numpy
-
-
-def load_model(path: str | os.PathLike) -> tuple[TinyViT, Normalizer | None]:
-    """A training checkpoint (it has a ``format`` entry) or a model saved by ``TinyViT.save``,
-    with the checkpoint's normalizer (None for a saved model)."""
-
-    if "format" in load_npz(path):
-        ck = load_checkpoint(path)
-        return ck.model, ck.normalizer
-    return TinyViT.load(path), None
 
 
 def _out_dir(path: str | os.PathLike) -> Path:
@@ -59,18 +53,18 @@ def _out_dir(path: str | os.PathLike) -> Path:
     return out
 
 
-def _write(folder: Path, name: str, data: bytes) -> None:
-    write_atomic(folder / name, lambda f: f.write(data))
-
-
-def export_timm(source: str | os.PathLike, out: str | os.PathLike) -> tuple[TinyViT, Path]:
-    """Write ``out/model.safetensors`` and ``out/config.json`` for the model in ``source``."""
+def export_timm(source: str | os.PathLike, out: str | os.PathLike,
+                explicit: Explicit = Explicit()) -> tuple[TinyViT, Path]:
+    """Write ``out/model.safetensors`` and ``out/config.json`` (all or nothing) for the model
+    in ``source``: a checkpoint, a model file or a run folder (``vit.train.loading``)."""
     st = _safetensors()
-    model, normalizer = load_model(source)
-    state, config = to_timm(model, normalizer)
+    model = open_model(source, explicit=explicit, what="CHECKPOINT").model
+    state, config = to_timm(model)
+    weights = st.save(state, metadata={"format": "pt"})
+    config[BLOCK]["weights_sha256"] = hashlib.sha256(weights).hexdigest()
     folder = _out_dir(out)
-    _write(folder, WEIGHTS, st.save(state, metadata={"format": "pt"}))
-    _write(folder, CONFIG, (json.dumps(config, indent=2, allow_nan=False) + "\n").encode())
+    text = json.dumps(config, indent=2, allow_nan=False) + "\n"
+    write_atomic_group(folder, [(WEIGHTS, weights), (CONFIG, text.encode())])
     return model, folder
 
 
@@ -111,6 +105,13 @@ def read_timm(folder: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
     config = _read_config(folder / CONFIG)
     weights = folder / WEIGHTS
     data = _read_bounded(weights, MAX_WEIGHTS_BYTES, "safetensors file")
+    block = config.get(BLOCK)
+    if isinstance(block, dict) and "weights_sha256" in block:
+        block = config[BLOCK] = dict(block)
+        if block.pop("weights_sha256") != hashlib.sha256(data).hexdigest():
+            raise ValueError(f"{folder}: {CONFIG} was written with other weights than "
+                             f"{WEIGHTS} holds (its {BLOCK}.weights_sha256 differs); expected "
+                             "the pair of one export (export again)")
     try:
         state = st.load(data)
     except Exception as e:  # SafetensorError and friends: a corrupt or foreign file
@@ -118,8 +119,13 @@ def read_timm(folder: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
     return state, config
 
 
-def import_timm(folder: str | os.PathLike, out: str | os.PathLike) -> TinyViT:
-    """Read the two files of ``folder``, build the TinyViT and save it to ``out`` (``.npz``)."""
-    model = from_timm(*read_timm(folder))
+def import_timm(folder: str | os.PathLike, out: str | os.PathLike,
+                explicit: Explicit = Explicit()) -> TinyViT:
+    """Read the two files of ``folder``, build the TinyViT with the preprocessing config.json
+    states (or ``explicit``'s, for a config that states none) and save it to ``out`` as a
+    model file (``.npz``)."""
+    state, config = read_timm(folder)
+    model = from_timm(state, config, mean=explicit.mean, std=explicit.std,
+                      normalize=explicit.normalize)
     model.save(out)
     return model

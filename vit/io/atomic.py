@@ -19,8 +19,8 @@ from typing import BinaryIO, Callable, TextIO
 
 from .files import fspath
 
-__all__ = ["write_atomic", "open_append_nofollow", "append_line", "file_mode",
-           "TEMP_PREFIX"]
+__all__ = ["write_atomic", "write_atomic_group", "open_append_nofollow", "append_line",
+           "file_mode", "TEMP_PREFIX"]
 
 #: Temporary files are named ``.tmp-XXXXXXXX<suffix of the destination>``.
 TEMP_PREFIX = ".tmp-"
@@ -84,6 +84,60 @@ def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
             raise OSError(e.errno, f"cannot write {path} ({e.strerror or e}); any previous "
                           "file there is unchanged") from None
         raise
+    _fsync_folder(folder)
+
+
+def write_atomic_group(folder: str | os.PathLike, files: list[tuple[str, bytes]]) -> None:
+    """Write several files into ``folder`` all or nothing: every one goes to a fresh temporary
+    file (fsynced) first; then each replaces its name in turn (a symlink there is replaced,
+    never followed), the previous file kept aside as a hard link until all are in place. If
+    anything fails, the names that were replaced get their previous files back (or are
+    removed, where there was none) and every temporary file is removed: ``folder`` holds the
+    old set or the new one. (A crash between two renames can leave a mix; the timm export
+    ties its pair together by a hash, so a reader refuses such a mix.)"""
+    folder = fspath(folder, "save folder")
+    temps: list[str] = []
+    backups: dict[str, str | None] = {}
+    try:
+        for name, data in files:
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=os.path.splitext(name)[1],
+                                       dir=folder)
+            temps.append(tmp)
+            os.fchmod(fd, file_mode())
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        for (name, _), tmp in zip(files, temps):
+            path = os.path.join(folder, name)
+            backup = None
+            if os.path.lexists(path):
+                backup = tmp + ".old"
+                os.link(path, backup, follow_symlinks=False)
+            backups[path] = backup
+            os.replace(tmp, path)
+    except BaseException as e:
+        for path, backup in backups.items():  # put back what was replaced
+            try:
+                if backup is not None:
+                    os.replace(backup, path)
+                elif os.path.lexists(path):
+                    os.unlink(path)
+            except OSError:
+                pass
+        for tmp in temps:
+            for leftover in (tmp, tmp + ".old"):
+                try:
+                    os.unlink(leftover)
+                except FileNotFoundError:
+                    pass
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
+            raise OSError(e.errno, f"cannot write {', '.join(n for n, _ in files)} in {folder} "
+                          f"({e.strerror or e}); the files there are unchanged") from None
+        raise
+    for backup in backups.values():
+        if backup is not None:
+            os.unlink(backup)
     _fsync_folder(folder)
 
 

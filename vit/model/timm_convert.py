@@ -1,13 +1,13 @@
 """TinyViT to timm's ``VisionTransformer`` and back, in memory and without torch
 (docs/export.md; the files are vit/cli/timm_folder.py).
 
-``to_timm(model)`` gives the state dict in timm's names and layouts plus ``config``: the keyword
-arguments of ``timm.models.vision_transformer.VisionTransformer`` that build the same network,
-with two keys that are not arguments: ``norm_eps`` (timm takes LayerNorm's eps only as a
-callable, ``norm_layer=partial(torch.nn.LayerNorm, eps=norm_eps)``) and ``preprocessing`` (the
-per-channel mean and std the model was trained with, or None). ``from_timm`` is its inverse
-and refuses, naming it, the first setting TinyViT cannot represent. Every transform is a
-transpose or reshape, so a round trip is exact to the bit.
+``to_timm(model)`` gives the state dict in timm's names and layouts plus ``config``: timm's
+own ``config.json`` (vit/model/timm_config.py), whose ``model_args`` are the keyword arguments
+of ``timm.models.vision_transformer.VisionTransformer`` that build the same network and whose
+``pretrained_cfg`` holds the model's normalization. ``from_timm`` is its inverse (it also
+reads the config format written before) and refuses, naming it, the first setting TinyViT
+cannot represent. Every transform is a transpose or reshape, so a round trip is exact to the
+bit.
 
 Layouts: our Linear weights are (in, out) (``x @ W``), timm's (out, in); our patch
 projection is (P·P·C, D) over patches flattened as (p1, p2, c), timm's a stride-P Conv2d
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
@@ -25,7 +26,9 @@ from minigrad.nn import LayerNorm, Linear, ModuleList
 
 from .block import Attention, Block, Mlp
 from .config import MAX_DEPTH
+from .modelfile import Explicit, MissingEntryWarning, Preprocessing
 from .normalizer import Normalizer
+from .timm_config import flat_arguments, is_native, read_preprocessing, timm_config
 from .tinyvit import TinyViT
 
 __all__ = ["to_timm", "from_timm"]
@@ -113,7 +116,9 @@ def _from_layout(a: np.ndarray, layout: str, P: int, C: int) -> np.ndarray:
 
 def to_timm(model: TinyViT, normalizer: Normalizer | None = None
             ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """(state dict in timm's names and layouts, config) of ``model``; copies, never views.
+    """(state dict in timm's names and layouts, config.json) of ``model``; copies, never
+    views. The config carries the model's preprocessing (``model.normalizer``, or
+    ``normalizer`` when given, and ``model.input_range``).
 
     timm's ``proj_bias`` switches the attention projection's bias and the MLP's biases
     together; TinyViT has the MLP biases only, so the export keeps ``proj_bias=True`` and
@@ -148,17 +153,20 @@ def to_timm(model: TinyViT, normalizer: Normalizer | None = None
                          f"0 to {depth - 1}")
     for i in range(depth):  # see the docstring: timm's proj_bias is on for the MLP's sake
         state[f"blocks.{i}.attn.proj.bias"] = np.zeros(D, dtype=model.dtype)
-    config = dict(
+    eps = _eps(model)
+    if eps != 1e-5:
+        raise ValueError(f"to_timm: LayerNorm eps {eps}; the timm architecture written builds "
+                         "LayerNorms of eps 1e-5 (TinyViT's)")
+    model_args = dict(
         img_size=cfg["img_size"], patch_size=P, in_chans=C, num_classes=cfg["num_classes"],
         embed_dim=D, depth=depth, num_heads=cfg["num_heads"],
         mlp_ratio=_mlp_ratio(D, cfg["mlp_dim"]), qkv_bias=False, proj_bias=True, qk_norm=False,
         init_values=None, class_token=True, global_pool="token",
         pos_embed="learn" if cfg["use_pos_emb"] else "none", no_embed_class=False,
-        reg_tokens=0, pre_norm=False, final_norm=True, fc_norm=False, act_layer="gelu_tanh",
-        norm_eps=_eps(model),
-        preprocessing=None if normalizer is None else
-        {"mean": [float(v) for v in normalizer.mean], "std": [float(v) for v in normalizer.std]})
-    return state, config
+        reg_tokens=0, pre_norm=False, final_norm=True, fc_norm=False, act_layer="gelu_tanh")
+    pre = Preprocessing(model.normalizer if normalizer is None else normalizer,
+                        getattr(model, "input_range", None))
+    return state, timm_config(model_args, pre)
 
 
 # ---- import ----------------------------------------------------------------------------
@@ -257,24 +265,10 @@ def _settings(config: Mapping) -> dict[str, Any]:
         raise ValueError(f"from_timm config: img_size {s['img_size']} and embed_dim "
                          f"{s['embed_dim']} must be multiples of patch_size {s['patch_size']} "
                          f"and num_heads {s['num_heads']}")
-    pre = get("preprocessing")
-    if pre is not None:
-        _preprocessing(pre, s["in_chans"])
     return dict(img_size=s["img_size"], patch_size=s["patch_size"], in_chans=s["in_chans"],
                 dim=s["embed_dim"], num_heads=s["num_heads"], mlp_dim=hidden,
                 num_classes=s["num_classes"], use_pos_emb=get("pos_embed") == "learn",
                 depth=s["depth"], qkv_bias=get("qkv_bias"))
-
-
-def _preprocessing(pre: Any, channels: int) -> tuple[np.ndarray, np.ndarray]:
-    ok = isinstance(pre, Mapping) and set(pre) == {"mean", "std"}
-    mean, std = (np.asarray(pre["mean"]), np.asarray(pre["std"])) if ok else (None, None)
-    if not ok or mean.shape != (channels,) or std.shape != (channels,) or \
-            mean.dtype.kind not in "iuf" or std.dtype.kind not in "iuf" or \
-            not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
-        raise ValueError(f"from_timm config preprocessing: got {_show(pre)}; expected null or "
-                         f"{{'mean': [{channels} numbers], 'std': [{channels} positive numbers]}}")
-    return mean.astype(np.float64), std.astype(np.float64)
 
 
 def _timm_shapes(s: dict) -> dict[str, tuple[int, ...]]:
@@ -300,16 +294,23 @@ def _timm_shapes(s: dict) -> dict[str, tuple[int, ...]]:
 
 
 def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
-              dtype: Any = None) -> TinyViT:
-    """The TinyViT that timm's ``VisionTransformer(**config)`` with ``state_dict`` computes.
+              dtype: Any = None, mean=None, std=None, normalize: str | None = None) -> TinyViT:
+    """The TinyViT that timm's model of ``config`` with ``state_dict`` computes, with the
+    preprocessing the config states (``model.normalizer``, ``model.input_range``).
 
     ``state_dict``: timm's names -> NumPy arrays (e.g. ``safetensors.numpy.load_file``), all
-    of one floating dtype unless ``dtype`` is given (then cast to it). ``config``: as
-    :func:`to_timm` writes it (absent keys take timm's defaults). Biases TinyViT has no
-    place for (``attn.proj.bias``, a qkv bias) are accepted only when exactly zero. Any other
+    of one floating dtype unless ``dtype`` is given (then cast to it). ``config``: timm's
+    config.json as :func:`to_timm` writes it, or the format written before it (then absent
+    keys take timm's defaults). A config that does not state its preprocessing (a timm model
+    trained elsewhere) needs ``mean=``/``std=`` (one number per channel) or
+    ``normalize="none"``; otherwise a ValueError. Biases TinyViT has no place for
+    (``attn.proj.bias``, a qkv bias) are accepted only when exactly zero. Any other
     difference is a ValueError naming the first setting or entry TinyViT cannot represent.
     """
-    s = _settings(config)
+    if not isinstance(config, Mapping):
+        raise TypeError(f"from_timm config: got {type(config).__name__}; expected a dict")
+    s = _settings(flat_arguments(config) if is_native(config) else config)
+    pre, notes = read_preprocessing(config, s["in_chans"], Explicit(mean, std, normalize))
     if not isinstance(state_dict, Mapping):
         raise TypeError(f"from_timm state_dict: got {type(state_dict).__name__}; expected a "
                         "dict of parameter name -> array")
@@ -352,4 +353,7 @@ def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
     if arrays:  # TinyViT and _timm_shapes disagree: a model change this module missed
         raise ValueError(f"from_timm: timm parameters {sorted(arrays)} found no place in TinyViT")
     model.load_state_dict(state)
+    model.normalizer, model.input_range = pre.normalizer, pre.input_range
+    for note in notes:
+        warnings.warn(note, MissingEntryWarning, stacklevel=2)
     return model

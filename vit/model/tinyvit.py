@@ -6,8 +6,8 @@ classes.
 """
 from __future__ import annotations
 
-import json
 import os
+import warnings
 
 import numpy as np
 
@@ -15,11 +15,14 @@ import minigrad as mg
 from minigrad import F, Tensor, checks
 from minigrad.nn import LayerNorm, Linear, Module, ModuleList, Parameter
 
+from ..io.files import shorten
 from ..io.npz import load_npz, save_npz_atomic
 from . import fused as fused_stages
 from . import manual
 from .block import Block
-from .config import activation_bytes, check_config, current_limits, parameter_shapes, parse_config
+from .config import activation_bytes, check_config, current_limits
+from .modelfile import (FORMAT, Explicit, MissingEntryWarning, Preprocessing, model_entries,
+                        read_params, read_preprocessing)
 from .predict import predict
 
 __all__ = ["TinyViT", "patchify", "unpatchify"]
@@ -311,56 +314,65 @@ class TinyViT(Module):
             b -= lr * db
         return loss, logits
 
-    # ---- files -------------------------------------------------------------------------
+    # ---- files (vit/model/modelfile.py) ----------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Write the config and every parameter to one ``.npz``, atomically (temp file + rename)."""
-        arrays = {f"param/{k}": v for k, v in self.state_dict().items()}
-        arrays["config"] = np.array(json.dumps({**self.config, "dtype": self.dtype.name}))
+        """Write the model file (vit/model/modelfile.py): config, every parameter and the
+        preprocessing (``normalizer``: ``norm/*``, none when None; ``input_range``),
+        atomically (temporary file, fsync, rename)."""
+        arrays = {"format": np.array(FORMAT),
+                  **model_entries(self.config, self.dtype, self.state_dict(),
+                                  Preprocessing(self.normalizer, self.input_range))}
         save_npz_atomic(path, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, max_parameters: int | None = None) -> TinyViT:
-        """Rebuild a model saved by :meth:`save`. Never unpickles; the config is checked
-        (keys, types, dtype, size bounds) before the model is built, and missing, extra or
-        misshapen arrays are refused with a ValueError. A config without ``depth`` (saved
-        before it existed) is one block."""
-        arrays = load_npz(path)
-        where = f"TinyViT.load {path}"
-        if "config" not in arrays:
-            raise ValueError(f"{where}: no 'config' entry; not a TinyViT file (expected "
-                             "what TinyViT.save writes)")
-        config, dtype = parse_config(arrays.pop("config"), where)
-        try:
-            check_config(config, dtype, max_parameters, owner=f"{where}: entry 'config'")
-        except (TypeError, ValueError) as e:
-            raise ValueError(str(e)) from None
-        shapes = parameter_shapes(config)
-        state = {}
-        for key, value in arrays.items():
-            name = key[len("param/"):] if key.startswith("param/") else None
-            if name not in shapes:
-                raise ValueError(f"{where}: unexpected entry {key!r}; expected only 'config' "
-                                 "and the config's param/<name> entries")
-            if value.shape != shapes[name] or value.dtype != np.dtype(dtype):
-                raise ValueError(f"{where}: entry {key!r} is {value.dtype} of shape "
-                                 f"{value.shape}; expected {dtype} of shape {shapes[name]}")
-            state[name] = value
-        missing = [name for name in shapes if name not in state]
-        if missing:
-            raise ValueError(f"{where}: parameters do not match the config: missing "
-                             f"{['param/' + n for n in missing]}; expected every parameter")
-        model = cls(**config, dtype=dtype, max_parameters=max_parameters)
-        model.load_state_dict(state)
+    def load(cls, path: str | os.PathLike, max_parameters: int | None = None, *,
+             mean=None, std=None, normalize: str | None = None) -> TinyViT:
+        """Rebuild a model written by :meth:`save` (or ``vit import``), with its
+        preprocessing. Never unpickles; the config is checked (keys, types, dtype, size
+        bounds) before the model is built, and missing, extra or misshapen arrays are refused
+        with a ValueError. A file saved before model files held their preprocessing is read
+        only with ``mean=``/``std=`` (one number per channel) or ``normalize="none"``; a
+        file without ``input/range`` says so (a :class:`MissingEntryWarning`). A config
+        without ``depth`` (saved before it existed) is one block. ``vit.load`` reads
+        checkpoints and run folders too."""
+        model, notes = cls.from_entries(load_npz(path), f"TinyViT.load {os.fspath(path)}",
+                                        max_parameters, Explicit(mean, std, normalize))
+        for note in notes:
+            warnings.warn(note, MissingEntryWarning, stacklevel=2)
         return model
 
-    # ---- prediction on raw images (vit/model/predict.py) ---------------------------------
-    #: The preprocessing the model was trained with: the training pixels' per-channel
-    #: Normalizer that ``vit.load`` attaches from a checkpoint; None: inputs used as given.
-    normalizer = None
+    @classmethod
+    def from_entries(cls, arrays: dict, where: str, max_parameters: int | None = None,
+                     explicit: Explicit = Explicit()) -> tuple[TinyViT, list[str]]:
+        """(model, notes) from the entries of a model file (:meth:`load`, ``vit.load``);
+        ``where`` names the file in errors and notes."""
+        fmt = arrays.get("format")
+        if fmt is not None and (np.shape(fmt) != () or str(fmt) != FORMAT):
+            raise ValueError(f"{where}: entry 'format' is {shorten(str(fmt))}; expected "
+                             f"{FORMAT!r} (a training checkpoint is read by vit.load)")
+        config, dtype, state = read_params(arrays, where, max_parameters)
+        pre, notes = read_preprocessing(
+            arrays, where, config["in_chans"], states=fmt is not None, explicit=explicit,
+            missing="saved before model files held their preprocessing (no 'format' "
+                    "entry), it does not say how its inputs were normalized")
+        model = cls(**config, dtype=dtype, max_parameters=max_parameters)
+        model.load_state_dict(state)
+        model.normalizer, model.input_range = pre.normalizer, pre.input_range
+        return model, notes
 
-    def predict(self, images, *, probabilities: bool = False) -> np.ndarray:
+    # ---- prediction on raw images (vit/model/predict.py) ---------------------------------
+    #: The preprocessing the model was trained with, which its model file carries: the
+    #: training pixels' per-channel Normalizer (None: inputs used as given) ...
+    normalizer = None
+    #: ... and the (lowest, highest) raw training pixel (None: unknown), for predict's
+    #: warning about images on another scale.
+    input_range = None
+
+    def predict(self, images, *, probabilities: bool = False, tta: bool = False) -> np.ndarray:
         """Classes (N,) int64 of raw images (N, H, W), (N, C, H, W) or (N, H, W, C), normalized
         with ``self.normalizer`` as ``vit eval`` does; ``probabilities=True``: the softmax
-        (N, K) float64 instead (its row-wise argmax is the classes). See
-        vit.model.predict.predict."""
-        return predict(self, images, probabilities=probabilities)
+        (N, K) float64 instead (its row-wise argmax is the classes); ``tta=True``: the
+        softmax averaged over the image and its four half-pixel shifts. Warns
+        (``InputRangeWarning``) when the images are clearly on another scale than
+        ``self.input_range``. See vit.model.predict.predict."""
+        return predict(self, images, probabilities=probabilities, tta=tta)

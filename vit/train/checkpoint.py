@@ -5,13 +5,18 @@ Entries (no pickle anywhere; JSON travels in 0-d string arrays)::
     format           "vit-train/1"
     config           the model's constructor arguments and dtype (as ``TinyViT.save``; one
                      without ``depth``, from before it existed, is a model of one block)
+    param/<name>     every model parameter
+    norm/mean, norm/std   the training pixels' per-channel statistics
+    input/range      the smallest and largest training pixel (absent in checkpoints
+                     written before it existed: then unknown)
     options          the training options of the run (JSON)
     epoch            epochs completed
-    param/<name>     every model parameter
     optim/<key>      the optimizer's state_dict()
     sched/<key>      the schedule's state_dict()
-    norm/mean, norm/std   the training pixels' per-channel statistics
     rng              the np.random.Generator's bit_generator.state (JSON)
+
+The first five are a model file's entries (vit/model/modelfile.py: the model layer owns
+them), so ``vit.load`` reads the model of a checkpoint as it reads a model file.
 
 Written atomically (temporary file, fsync, rename) by ``vit.io.npz.save_npz_atomic``, so an
 interrupted write leaves the previous checkpoint intact.
@@ -28,13 +33,15 @@ import numpy as np
 from ..io.files import shorten
 from ..io.npz import json_entry, load_npz, save_npz_atomic
 from ..model.config import check_config, limits, parameter_shapes, parse_config
-from ..model.normalizer import Normalizer, check_statistics
+from ..model.modelfile import Preprocessing, model_entries, read_preprocessing
+from ..model.normalizer import Normalizer
 from ..model.tinyvit import TinyViT
 from .optimizer import decays
 from .options import TrainOptions
 from .rngstate import rng_from_array, rng_to_array
 
-__all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "validate_entries",
+__all__ = ["FORMAT", "Checkpoint", "save_checkpoint", "load_checkpoint", "checkpoint_from_entries",
+           "validate_entries",
            "check_progress"]
 
 FORMAT = "vit-train/1"
@@ -49,29 +56,30 @@ class Checkpoint:
     """What :func:`load_checkpoint` returns. ``optim`` and ``sched`` are the saved state
     dicts, to be loaded into an optimizer and schedule built from ``options``."""
 
-    model: TinyViT
+    model: TinyViT  # with its normalizer and input_range attached, as vit.load gives it
     options: dict
     epoch: int
     normalizer: Normalizer
     rng: np.random.Generator
     optim: dict
     sched: dict
+    input_range: tuple[float, float] | None = None
+    notes: tuple[str, ...] = ()  # what an older checkpoint lacks
 
 
 def save_checkpoint(path: str | os.PathLike, *, model: TinyViT, options: dict, epoch: int,
                     normalizer: Normalizer, rng: np.random.Generator, optimizer: Any,
-                    scheduler: Any) -> None:
-    """Write the whole training state to ``path`` atomically."""
+                    scheduler: Any, input_range: tuple[float, float] | None = None) -> None:
+    """Write the whole training state to ``path`` atomically: the model file's entries
+    (``input_range``: the raw training pixels' lowest and highest value) and the run's."""
     arrays: dict[str, np.ndarray] = {
         "format": np.array(FORMAT),
-        "config": _json_array({**model.config, "dtype": model.dtype.name}),
+        **model_entries(model.config, model.dtype, model.state_dict(),
+                        Preprocessing(normalizer, input_range)),
         "options": _json_array(options),
         "epoch": np.array(epoch, dtype=np.int64),
-        "norm/mean": np.asarray(normalizer.mean, np.float64),
-        "norm/std": np.asarray(normalizer.std, np.float64),
         "rng": rng_to_array(rng),
     }
-    arrays.update((f"param/{k}", v) for k, v in model.state_dict().items())
     arrays.update((f"optim/{k}", v) for k, v in optimizer.state_dict().items())
     arrays.update((f"sched/{k}", v) for k, v in scheduler.state_dict().items())
     save_npz_atomic(path, arrays)
@@ -83,6 +91,7 @@ def _group(arrays: dict, prefix: str) -> dict:
 
 # ---- the schema of the entries ---------------------------------------------------------------
 _FIXED = ("format", "config", "options", "epoch", "norm/mean", "norm/std", "rng")
+_OPTIONAL = ("input/range",)  # written since the model file held it
 _GROUPS = ("param/", "optim/", "sched/")
 #: A scalar entry's kind and range: ("int" | "float" | "bool", low, high, low_open, high_open).
 _INT, _NONNEG = ("int", 0, None, False, False), ("float", 0, None, False, False)
@@ -278,11 +287,16 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
     names, types, shapes, ranges, finiteness and the agreement of config, options, epoch,
     parameters, optimizer and schedule. Returns (config, dtype, options, rng). Every problem
     is one ValueError naming the entry, what it held and what was expected."""
-    fmt = np.asarray(arrays.get("format", "no 'format' entry"))
+    if "format" not in arrays:
+        raise ValueError(f"{where}: not a training checkpoint (no 'format' entry: "
+                         f"{'a model file saved without one' if 'config' in arrays else 'not a file vit writes'}"
+                         f"); expected a checkpoint ({FORMAT}) as `vit train` writes")
+    fmt = np.asarray(arrays["format"])
     if fmt.shape != () or str(fmt) != FORMAT:
         raise ValueError(f"{where}: not a training checkpoint (entry 'format' is "
                          f"{_describe(fmt)}; expected the 0-d string {FORMAT!r})")
-    unknown = sorted(k for k in arrays if k not in _FIXED and not k.startswith(_GROUPS))
+    unknown = sorted(k for k in arrays if k not in _FIXED + _OPTIONAL
+                     and not k.startswith(_GROUPS))
     if unknown:
         raise ValueError(f"{where}: unexpected entries {unknown[:5]}; expected only "
                          f"{', '.join(_FIXED)} and param/, optim/, sched/ entries")
@@ -311,8 +325,8 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
     _scalar(arrays, "epoch", ("int", 0, options.epochs, False, False), where)
     for key in ("norm/mean", "norm/std"):
         _finite_array(arrays, key, (config["in_chans"],), np.dtype(np.float64), where)
-    check_statistics(arrays["norm/mean"], arrays["norm/std"], f"{where}: entry 'norm/mean'",
-                     f"{where}: entry 'norm/std'")
+    pre, notes = read_preprocessing(arrays, where, config["in_chans"], states=True,
+                                    needs_norm=True)
     try:
         rng = rng_from_array(arrays["rng"])
     except ValueError as e:
@@ -323,22 +337,28 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
         _finite_array(arrays, f"param/{name}", shape, np.dtype(dtype), where)
     _check_optim(arrays, options, shapes, np.dtype(dtype), where)
     _check_sched(arrays, options, where)
-    return config, dtype, options, rng
+    return config, dtype, options, rng, pre, notes
 
 
 def load_checkpoint(path: str | os.PathLike, max_parameters: int | None = None) -> Checkpoint:
     """Read a checkpoint written by :func:`save_checkpoint`.
 
     Every entry is validated (:func:`validate_entries`) before the model is built; the model
-    may have at most ``max_parameters`` parameters (default: ``vit.model.config.limits``). Raises
-    FileNotFoundError for a missing file and ValueError (with the path, the entry and the
-    reason) for anything else wrong.
+    may have at most ``max_parameters`` parameters (default: ``vit.model.config.limits``). The
+    model carries the preprocessing (``normalizer``, ``input_range``); ``notes`` say what a
+    checkpoint written before an entry existed lacks. Raises FileNotFoundError for a missing
+    file and ValueError (with the path, the entry and the reason) for anything else wrong.
     """
-    arrays = load_npz(path)  # never unpickles; ValueError for corrupt files
-    where = f"checkpoint {path}"
-    config, dtype, options, rng = validate_entries(arrays, where, max_parameters)
+    return checkpoint_from_entries(load_npz(path), f"checkpoint {path}", max_parameters)
+
+
+def checkpoint_from_entries(arrays: dict, where: str,
+                            max_parameters: int | None = None) -> Checkpoint:
+    """:func:`load_checkpoint` of entries already read (``load_npz``, never unpickled)."""
+    config, dtype, options, rng, pre, notes = validate_entries(arrays, where, max_parameters)
     model = TinyViT(**config, dtype=dtype, max_parameters=max_parameters)
     model.load_state_dict(_group(arrays, "param/"))
-    return Checkpoint(model, asdict(options), int(arrays["epoch"]),
-                      Normalizer(arrays["norm/mean"], arrays["norm/std"]), rng,
-                      _group(arrays, "optim/"), _group(arrays, "sched/"))
+    model.normalizer, model.input_range = pre.normalizer, pre.input_range
+    return Checkpoint(model, asdict(options), int(arrays["epoch"]), pre.normalizer, rng,
+                      _group(arrays, "optim/"), _group(arrays, "sched/"), pre.input_range,
+                      tuple(notes))

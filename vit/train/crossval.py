@@ -11,6 +11,7 @@ fold, which nothing else sees. Layout of ``OUT`` (default ``runs/crossval``)::
                               y_test (fold i), train_index, test_index (into the merged set)
     OUT/fold{i}-seed{s}/      the run: python -m vit train --data OUT/fold{i}.npz --seed s ...
     OUT/crossval.json         per fold and seed accuracy, mean and std over folds, the options
+                              (with ``tta``: the same for test-time augmentation, ``tta``)
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from minigrad import checks
 
 from ..io.atomic import write_atomic
 from ..io.npz import load_npz, save_npz_atomic
+from ..model.predict import predict
+from .checkpoint import load_checkpoint
 from .data import Dataset
 from .loop import build_model, load_task, train
 from .optimizer import build_optimizer
@@ -106,11 +109,14 @@ def _write_json(path: Path, value: dict) -> None:
 
 def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
              seeds=(0, 1, 2), resume: bool = False, overwrite: bool = False,
-             quiet: bool = False, log: Callable[[str], None] = print) -> dict:
+             quiet: bool = False, log: Callable[[str], None] = print,
+             tta: bool = False) -> dict:
     """Stratified k-fold CV of ``options`` (its data; ``options.seed`` is replaced by each of
     ``seeds``): one :func:`vit.train.train` run per fold and seed in ``out``, each scored at
     its last epoch on its held-out fold. Returns (and writes to ``out/crossval.json``) the
-    accuracies, :func:`summarize` of them, the options and a one-line ``summary``."""
+    accuracies, :func:`summarize` of them, the options and a one-line ``summary``. ``tta``:
+    each run is also scored with test-time augmentation (``predict(..., tta=True)``: the
+    softmax averaged over the image and its four half-pixel shifts), reported beside."""
     seeds = _seeds(seeds)
     source = load_task(options)  # bad data fails before any file is written
     x, y = merged(source)
@@ -140,6 +146,7 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
         else:
             save_npz_atomic(path, arrays)
     acc: dict[int, list[float]] = {s: [0.0] * folds for s in seeds}
+    acc_tta: dict[int, list[float]] = {s: [0.0] * folds for s in seeds}
     records = []
     bar = tqdm(runs, disable=quiet, unit="run", dynamic_ncols=True, leave=False)
     try:
@@ -155,6 +162,11 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
             acc[s][i] = last["test_acc"]
             records.append({"fold": i, "seed": s, "test_acc": last["test_acc"],
                             "test_n": int(np.sum(fold == i)), "run": run.name})
+            if tta:  # the run's model on its held-out fold's raw images, as vit eval --tta
+                held_out = fold_dataset(x, y, fold, i)[0]
+                model = load_checkpoint(run / CHECKPOINT).model
+                hits = predict(model, held_out.x_test, tta=True) == held_out.y_test
+                acc_tta[s][i] = records[-1]["test_acc_tta"] = float(np.mean(hits))
             bar.set_postfix(acc=f"{statistics.fmean(r['test_acc'] for r in records):.4f}",
                             refresh=False)
     finally:
@@ -170,6 +182,14 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
               "options": {k: v for k, v in asdict(base).items() if k not in ("data", "seed")},
               "runs": records, **stats, "summary": summary}
     result["per_seed"] = {str(s): v for s, v in result["per_seed"].items()}
+    if tta:
+        with_tta = summarize(acc_tta)
+        with_tta["per_seed"] = {str(s): v for s, v in with_tta["per_seed"].items()}
+        result["tta"] = with_tta
+        summary += (f"\ncrossval with test-time augmentation (5 views): accuracy "
+                    f"{100 * with_tta['mean']:.2f}% +- {100 * with_tta['std']:.2f} beside "
+                    f"{100 * stats['mean']:.2f}% single-view")
+        result["summary"] = summary
     _write_json(out / RESULT, result)
     log(summary)
     return result

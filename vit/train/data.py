@@ -220,7 +220,7 @@ def load_npz_dataset(path: str | os.PathLike, name: str | None = None,
 
 
 def load_digits(image_shape: tuple | None = None) -> Dataset:
-    """The bundled UCI digits: 1,437 train / 360 test 8x8 images, values 0..16, 10 classes."""
+    """The bundled UCI digits: 1,438 train / 359 test 8x8 images, values 0..16, 10 classes."""
     if not DIGITS_PATH.exists():
         raise FileNotFoundError(f"{DIGITS_PATH}: the bundled digits are missing; reinstall the "
                                 "package or regenerate them with scripts/make_digits.py")

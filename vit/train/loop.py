@@ -32,6 +32,7 @@ from minigrad import F, Tensor
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
 from ..model.losses import mixup, one_hot
+from ..model.modelfile import input_range_of
 from ..model.normalizer import Normalizer
 from ..model.tinyvit import TinyViT
 from .augment import random_affine, random_shift
@@ -236,6 +237,9 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
     ckpt_path, metrics_path = out / CHECKPOINT, out / METRICS
     ck = _saved_run(ckpt_path, o, data) if resume else None
     normalizer = ck.normalizer if ck else Normalizer.fit(data.x_train)
+    # the raw range of the training pixels, kept in the model file for predict's scale check
+    # (a checkpoint written before it kept one gets it from the same data)
+    input_range = (ck.input_range if ck else None) or input_range_of(data.x_train)
     model = ck.model if ck else build_model(o, data)
     arrays = _normalized(normalizer, data, model.dtype)
     steps = math.ceil(len(arrays.x_train) / o.batch_size)
@@ -243,7 +247,8 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
 
     def checkpoint(epoch: int) -> None:
         save_checkpoint(ckpt_path, model=model, options=asdict(options), epoch=epoch,
-                        normalizer=normalizer, rng=rng, optimizer=optimizer, scheduler=schedule)
+                        normalizer=normalizer, rng=rng, optimizer=optimizer, scheduler=schedule,
+                        input_range=input_range)
 
     if not ck:
         checkpoint(0)
