@@ -153,63 +153,28 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
            params: Sequence[str] = ()) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
 
-    ``inputs[i]`` pairs with ``vjps[i]``; only pairs whose input is a Tensor requiring grad
-    become edges of the graph. A Tensor that requires grad at a position with no VJP (None,
-    or past the end of ``vjps``) is a TypeError naming the op and ``params[i]`` (else "input
-    i") when the result is floating: its gradient would be lost without a word. The node
-    also notes the version of every Tensor input and of the output, which ``backward``
-    checks. A tuple ``out`` is several outputs: the result is a tuple of Tensors, and each
-    VJP gets a tuple of cotangents. Ops with a variable number of inputs (``concatenate``,
-    ``stack``) call this directly.
+    ``inputs[i]`` pairs with ``vjps[i]`` (one VJP or None per input, a single function, or a
+    ``JointVJP``); only pairs whose input is a Tensor requiring grad become edges of the
+    graph. A Tensor that requires grad at a position with no VJP (None, or past the end of
+    ``vjps``) is a TypeError naming the op and ``params[i]`` (else "input i") when the result
+    is floating: its gradient would be lost without a word. The node also notes the version
+    of every Tensor input and of the output, which ``backward`` checks. A tuple ``out`` is
+    several outputs: the result is a tuple of Tensors, and each VJP gets a tuple of
+    cotangents. Ops with a variable number of inputs (``concatenate``, ``stack``) call this
+    directly.
     """
+    outs = None  # several outputs, when ``out`` is a tuple
     if type(out) is not np.ndarray:
         if type(out) is tuple:
-            return _record_outputs(out, inputs, vjps, name, params)
-        out = _as_output(out, name)
+            outs = _as_outputs(out, name)
+        else:
+            out = _as_output(out, name)
     if not grad_mode.enabled:
+        if outs is not None:
+            return tuple(_output(o, inputs, None) for o in outs)
         return Tensor._make(out) if out.base is None else _output(out, inputs, None)
-    node = _node(name, inputs, vjps, params, out.dtype.kind == "f")
-    if node is None:  # no input needs grad, or the result is not floating
-        return _output(out, inputs, None)
-    node.shape, node.dtype = out.shape, out.dtype
-    node.cell = cell = [0, 0] if out.base is None else _version_cell(out, inputs)
-    return Tensor._make(out, node, cell)
-
-
-def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
-                    params: Sequence[str] = ()) -> tuple:
-    """``record`` of several outputs: one Node holds the VJPs (each gets a tuple of
-    cotangents, zeros for the outputs that did not reach the loss); each floating output gets
-    a Node of its own whose one edge leads there, marked by its ``index``."""
-    if not outs:
-        raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
-                         "or a tuple of at least one array")
-    outs = tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
-    floating = [o.dtype.kind == "f" for o in outs]
-    node = _node(name, inputs, vjps, params, any(floating)) if grad_mode.enabled else None
-    if node is None:
-        return tuple(_output(o, inputs, None) for o in outs)
-    node.specs = tuple((o.shape, o.dtype) for o in outs)
-    node.shape, node.dtype = tuple(o.shape for o in outs), tuple(o.dtype for o in outs)
-    results = []
-    for k, (o, f) in enumerate(zip(outs, floating)):
-        if not f:
-            results.append(_output(o, inputs, None))
-            continue
-        cell = [0, 0] if o.base is None else _version_cell(o, inputs)
-        results.append(Tensor._make(o, Node(name, ((node, None),), o.shape, o.dtype, cell,
-                                            index=k), cell))
-    node.cell = tuple(t._version for t in results)
-    return tuple(results)
-
-
-def _node(name: str, inputs: Sequence[Any], vjps: Any, params: Sequence[str],
-          floating: bool) -> Node | None:
-    """The Node of an op on ``inputs`` with ``vjps`` (one VJP or None per input, a single
-    function, or a ``JointVJP``), its output's shape, dtype and cell left to the caller; None
-    when there is nothing to record (no input requires grad where there is a VJP, or no
-    output is floating: only floating results carry a gradient). With ``floating``, a Tensor
-    that requires grad at a position with no VJP is refused."""
+    # only floating results carry a gradient
+    floating = out.dtype.kind == "f" if outs is None else any(o.dtype.kind == "f" for o in outs)
     joint = None
     if type(vjps) is not tuple:
         if type(vjps) is JointVJP:
@@ -240,17 +205,50 @@ def _node(name: str, inputs: Sequence[Any], vjps: Any, params: Sequence[str],
                 if floating and x.requires_grad:
                     _refuse(name, params, inputs, vjps, x)
     if not edges or not floating:
-        return None
+        if outs is not None:
+            return tuple(_output(o, inputs, None) for o in outs)
+        return _output(out, inputs, None)
     # In the plain case backward reaches each input's version cell through its edge's
     # parent and the edge's position is the input's; otherwise the node lists both.
     positions, constants = (None, ()) if plain else _positions_and_constants(inputs, vjps)
-    if joint is None:
-        return Node(name, tuple(edges), (), None, None, positions, constants)
-    needed = [False] * max(len(inputs), len(params))
-    for k in range(len(edges)):
-        needed[k if positions is None else positions[k]] = True
-    return Node(name, tuple((parent, None) for parent, _ in edges), (), None, None, positions,
-                constants, joint=Joint(joint, tuple(needed)))
+    if joint is not None:
+        needed = [False] * max(len(inputs), len(params))
+        for k in range(len(edges)):
+            needed[k if positions is None else positions[k]] = True
+        edges = [(parent, None) for parent, _ in edges]
+        joint = Joint(joint, tuple(needed))
+    if outs is not None:
+        node = Node(name, tuple(edges), (), None, None, positions, constants, joint=joint)
+        return _output_nodes(node, outs, inputs, name)
+    cell = [0, 0] if out.base is None else _version_cell(out, inputs)
+    node = Node(name, tuple(edges), out.shape, out.dtype, cell, positions, constants, None, None,
+                joint)
+    return Tensor._make(out, node, cell)
+
+
+def _as_outputs(outs: tuple, name: str) -> tuple:
+    if not outs:
+        raise ValueError(f"op '{name}': its forward returned an empty tuple; expected an array "
+                         "or a tuple of at least one array")
+    return tuple(o if type(o) is np.ndarray else _as_output(o, name) for o in outs)
+
+
+def _output_nodes(node: Node, outs: tuple, inputs: Sequence[Any], name: str) -> tuple:
+    """Several outputs: ``node`` holds the VJPs (each gets a tuple of cotangents, zeros for
+    the outputs that did not reach the loss); each floating output gets a Node of its own
+    whose one edge leads there, marked by its ``index``."""
+    node.specs = tuple((o.shape, o.dtype) for o in outs)
+    node.shape, node.dtype = tuple(o.shape for o in outs), tuple(o.dtype for o in outs)
+    results = []
+    for k, o in enumerate(outs):
+        if o.dtype.kind != "f":
+            results.append(_output(o, inputs, None))
+            continue
+        cell = [0, 0] if o.base is None else _version_cell(o, inputs)
+        results.append(Tensor._make(o, Node(name, ((node, None),), o.shape, o.dtype, cell,
+                                            index=k), cell))
+    node.cell = tuple(t._version for t in results)
+    return tuple(results)
 
 
 def _positions_and_constants(inputs: Sequence[Any], vjps: Sequence) -> tuple[tuple, tuple]:
