@@ -33,7 +33,7 @@ def adopted_per_step(step) -> tuple[int, int, int]:
 
     def counting(a):
         ok = (type(a) is np.ndarray and a.base is None
-              and sys.getrefcount(a) <= graph._UNIQUE and a.flags.writeable)
+              and sys.getrefcount(a) <= gradients._UNIQUE and a.flags.writeable)
         seen[2] += 1
         if ok:
             seen[0] += 1
@@ -56,7 +56,7 @@ def copy_cost(step, repeats: int = 30) -> float:
 
     def keeping(a):
         ok = (type(a) is np.ndarray and a.base is None
-              and sys.getrefcount(a) <= graph._UNIQUE and a.flags.writeable)
+              and sys.getrefcount(a) <= gradients._UNIQUE and a.flags.writeable)
         if ok:
             arrays.append(np.empty_like(a))  # same shape and dtype, not the array itself
         return ok
