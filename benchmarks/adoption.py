@@ -18,11 +18,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_step  # noqa: E402
-from train_step import CONFIGS, build, peak_memory  # noqa: E402
+import train_step
+from train_step import CONFIGS, build, peak_memory
 
-from minigrad import gradients, graph  # noqa: E402
-from minigrad.runtime.heap import keep_heap  # noqa: E402
+from minigrad import gradients, graph
+from minigrad.runtime.heap import keep_heap
 
 
 def adopted_per_step(step) -> tuple[int, int, int]:

@@ -34,13 +34,21 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad.runtime import blas, parallel  # noqa: E402
-from minigrad.runtime.heap import keep_heap  # noqa: E402
+from minigrad.runtime import blas, parallel
+from minigrad.runtime.heap import keep_heap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_step as ts  # noqa: E402
-from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
-                     machine_info, machine_line, now, write_json)
+import train_step as ts
+from machine import (
+    available,
+    check_output_path,
+    git_commit,
+    load_average,
+    machine_info,
+    machine_line,
+    now,
+    write_json,
+)
 
 BEGIN, END = "<!-- busy:begin -->", "<!-- busy:end -->"
 VARIANTS = ("minigrad32", "minigrad32 1 thread", "manual", "torch", "torch 1 thread")
@@ -201,7 +209,7 @@ def markdown(record: dict) -> str:
               "|---|" + "---:|" * len(cols) + "---:|"]
     for c in record["configs"]:
         r, la = c["results"], c["load_average"]
-        load = " / ".join("{:.1f}".format(np.mean([x[0] for x in la[p]])) if la[p] else "?"
+        load = " / ".join(f"{np.mean([x[0] for x in la[p]]):.1f}" if la[p] else "?"
                           for p in ("idle", "busy"))
         lines.append(f"| {c['name']} | " + " | ".join(
             f"{r[v]['idle_ms']:.2f} / {r[v]['busy_ms']:.2f}" if v in r else "" for v in cols)

@@ -48,8 +48,9 @@ import numpy as np
 # Benchmark the checkout this script lives in, whether or not it is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import minigrad as mg  # noqa: E402
-import machine  # noqa: E402
+import machine
+
+import minigrad as mg
 
 try:
     import torch

@@ -26,7 +26,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import ROOT, write_text  # noqa: E402
+from machine import ROOT, write_text
 
 BEGIN, END = "<!-- train_step:begin -->", "<!-- train_step:end -->"
 MAX_BYTES = 4 << 20  # a train_step record is a few KB

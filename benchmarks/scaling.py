@@ -44,14 +44,22 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor  # noqa: E402
-from minigrad.runtime.heap import keep_heap  # noqa: E402
-from vit.model.tinyvit import TinyViT  # noqa: E402
+from minigrad import F, Tensor
+from minigrad.runtime.heap import keep_heap
+from vit.model.tinyvit import TinyViT
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_step as ts  # noqa: E402
-from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
-                     machine_info, machine_line, now, write_json)
+import train_step as ts
+from machine import (
+    available,
+    check_output_path,
+    git_commit,
+    load_average,
+    machine_info,
+    machine_line,
+    now,
+    write_json,
+)
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
 BEGIN, END = "<!-- scaling:begin -->", "<!-- scaling:end -->"

@@ -33,18 +33,18 @@ def worker(root: str, impl: str, config: str, warmup: int, threads: int | None) 
     line ``N`` on stdin time N steps and answer ``median_ns min_ns``. ``threads``: one setting
     for BLAS, minigrad and torch, as train_step.py's ``--threads``."""
     sys.path[:0] = [root, os.path.join(root, "benchmarks")]
-    import train_step  # noqa: PLC0415 (the tree's own, after its path is set)
+    import train_step  # the tree's own, after its path is set
     if threads:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+        from threadpoolctl import threadpool_limits
 
         try:  # the tree's own
-            from minigrad.runtime import parallel  # noqa: PLC0415
+            from minigrad.runtime import parallel
         except ImportError:  # a checkout from before minigrad/runtime/
-            from minigrad import parallel  # noqa: PLC0415
+            from minigrad import parallel
         _LIMITS.append(threadpool_limits(threads))
         parallel.set_num_threads(threads)
         if impl == "torch":
-            import torch  # noqa: PLC0415
+            import torch
             torch.set_num_threads(threads)
     step = train_step.build(train_step.CONFIGS[config], [impl])[impl]
     for _ in range(warmup):

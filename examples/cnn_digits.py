@@ -30,11 +30,11 @@ import numpy as np
 import minigrad as mg
 from minigrad import F, Tensor, nn
 from vit.io.atomic import write_atomic
+from vit.model.losses import mixup
+from vit.model.normalizer import Normalizer
 from vit.train.augment import random_affine
 from vit.train.crossval import merged, stratified_folds
 from vit.train.data import load_digits
-from vit.model.losses import mixup
-from vit.model.normalizer import Normalizer
 from vit.train.loop import build_model, evaluate
 from vit.train.optimizer import build_optimizer
 from vit.train.options import TrainOptions

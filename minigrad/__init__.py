@@ -10,10 +10,13 @@ Public face::
 Every op is a NumPy forward with a hand-written VJP beside it (``minigrad.op``);
 ``gradcheck`` verifies them against finite differences.
 """
-from . import methods, numpy_api  # noqa: F401  (Tensor's array methods and NumPy protocols)
-from . import functional
+# First, for their effect: they attach Tensor's array methods (t + u, t.sum()) and NumPy's
+# protocols (np.exp(t)) to the class, before anything below can use them.
+from . import methods, numpy_api  # noqa: F401
+
+# isort: split
+from . import functional, nn, optim
 from . import functional as F
-from . import nn, optim
 from .defop import JointVJP, op, record
 from .gradmode import enable_grad, is_grad_enabled, no_grad
 from .runtime import heap

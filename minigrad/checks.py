@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import numbers
 import reprlib
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -11,10 +11,10 @@ back to the input's shape, the one place where the engine undoes broadcasting fo
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-
 
 from .gradients import conform, unbroadcast, unshared
 

@@ -61,9 +61,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from vit.io.npz import load_npz  # noqa: E402
 from vit.train.crossval import FOLD_SEED, merged, stratified_folds  # noqa: E402
 from vit.train.data import DIGITS_PATH, load_digits, stratified_split  # noqa: E402
-from vit.io.npz import load_npz  # noqa: E402
 
 VAL_FRACTION = 0.2
 VAL_SEED = 123

@@ -18,11 +18,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's vit
-from vit.train.runfolder import read_metrics  # noqa: E402
+from vit.train.runfolder import read_metrics
 
 #: name -> (what it shows, the train options beyond --seed/--out)
 EXPERIMENTS: dict[str, tuple[str, list[str]]] = {

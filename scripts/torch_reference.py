@@ -13,6 +13,7 @@ import torch.nn as nn
 
 from vit.model.normalizer import Normalizer
 from vit.train.data import load_digits
+
 torch.set_num_threads(1)
 d = load_digits(); norm = Normalizer.fit(d.x_train)
 xtr, xte = norm(d.x_train), norm(d.x_test); ytr, yte = d.y_train, d.y_test

@@ -12,8 +12,8 @@ computes ``x @ W + b``: no transpose in the forward pass.
 from ..checks import StateDictKeyError
 from . import utils
 from .activations import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from .layers import Conv2d, Embedding, LayerNorm, Linear
 from .containers import ModuleList, Sequential
+from .layers import Conv2d, Embedding, LayerNorm, Linear
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 

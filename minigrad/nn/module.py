@@ -8,7 +8,8 @@ plain NumPy arrays.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterator, Mapping, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 

@@ -8,7 +8,7 @@ same convention as the optimizers, which never modify ``p.grad``).
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..checks import integer, real
 from ..defop import as_array_input, as_floating, op
-from .losses import reduce_loss, reduction_mode
 from .activations import log_softmax, log_softmax_array
+from .losses import reduce_loss, reduction_mode
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index

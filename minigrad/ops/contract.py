@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import string
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
         labels = t.replace("...", "", 1)
         if "." in labels:
             raise _bad(subscripts, f"expected '...' at most once per term, not {t!r}")
-        if len(labels) > len(shape) or "..." not in t and len(labels) != len(shape):
+        if len(labels) > len(shape) or ("..." not in t and len(labels) != len(shape)):
             raise ValueError(f"einsum operands[{i}]: got shape {shape} for the term {t!r}; "
                              f"expected {len(labels)} dimensions"
                              + (" or more" if "..." in t else ""))

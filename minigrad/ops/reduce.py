@@ -341,7 +341,7 @@ def logsumexp(x, axis=None, keepdims=False):
     s = np.sum(e, axis=axis, keepdims=True)
     with np.errstate(divide="ignore"):  # log 0 = -inf: the empty sum, as torch and NumPy
         y_kept = m + np.log(s)
-    y = y_kept if keepdims or axis is None and x.ndim == 0 else np.squeeze(y_kept, axis=axis)
+    y = y_kept if keepdims or (axis is None and x.ndim == 0) else np.squeeze(y_kept, axis=axis)
 
     def vjp(g):
         if not keepdims:

@@ -1,7 +1,7 @@
 """Ops that move elements without changing them: their VJPs move the gradient back."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

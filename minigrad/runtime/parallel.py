@@ -15,8 +15,8 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable
 
 import numpy as np
 

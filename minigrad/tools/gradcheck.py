@@ -20,8 +20,9 @@ check of the failing input to name the element.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class InputReport:
     def row(self) -> str:
         flag = "ok" if self.ok else "FAIL"
         worst = "-" if self.worst_index is None else str(self.worst_index)
-        return (f"{self.index:>5}  {str(self.shape):<16} {self.mode:<11} {self.max_abs_err:>10.3e} "
+        return (f"{self.index:>5}  {self.shape!s:<16} {self.mode:<11} {self.max_abs_err:>10.3e} "
                 f"{self.max_rel_err:>10.3e}  {worst:<14} {self.analytic:>+13.6e} "
                 f"{self.numeric:>+13.6e}  {flag}")
 

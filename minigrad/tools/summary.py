@@ -73,7 +73,7 @@ class GraphSummary:
             if type(dtype) is tuple:  # an op with several outputs
                 shape = ", ".join(map(str, shape))
                 dtype = ", ".join(map(str, dtype))
-            lines.append(f"{k:>4}  {name:<14} {str(shape):<20} {str(dtype):<8} {_human(nbytes):>18}")
+            lines.append(f"{k:>4}  {name:<14} {shape!s:<20} {dtype!s:<8} {_human(nbytes):>18}")
         lines.append(f"{len(self.rows)} ops; saved for backward in all (shared arrays once): "
                      f"{_human(self.total_saved_bytes)}")
         return "\n".join(lines)

@@ -24,18 +24,26 @@ tokens, D features, F hidden MLP features, K classes, M = B·T token rows.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor, record
-from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
 from minigrad.runtime.blas import one_blas_thread
+from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
 
 from .config import LN_EPS
-from .manual import (block_backward, block_forward, embed_backward, embed_forward, head_backward,
-                     head_forward, layer_norm_backward, layer_norm_forward)
+from .manual import (
+    block_backward,
+    block_forward,
+    embed_backward,
+    embed_forward,
+    head_backward,
+    head_forward,
+    layer_norm_backward,
+    layer_norm_forward,
+)
 
 __all__ = ["FUSED_DTYPES", "check_fused_dtype", "patch_tokens", "encoder_block", "cls_head",
            "embed", "run_block", "head", "apply_unchecked"]
@@ -121,7 +129,7 @@ def embed(model, x: Tensor) -> Tensor:
     B, C, H, W = data.shape
     P, K, pos = model.patch_size, model.patch_embed.weight.data.shape[0], model.pos_embed
     T = (H // P) * (W // P) + 1
-    if B == 0 or H % P or W % P or P * P * C != K or pos is not None and pos.data.shape[1] != T:
+    if B == 0 or H % P or W % P or P * P * C != K or (pos is not None and pos.data.shape[1] != T):
         raise ValueError(f"TinyViT x: got shape {data.shape}; expected B >= 1 images of "
                          f"{K // (P * P)} channels with sides multiples of {P}"
                          + ("" if pos is None else f" making {pos.data.shape[1] - 1} patches"))

@@ -8,7 +8,6 @@ pictures and arrays) is vit/cli/predict.py.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 import minigrad as mg
