@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_step
 from train_step import CONFIGS, build, peak_memory
 
 from minigrad import gradients, graph

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-import minigrad as mg
 from minigrad import F, Tensor, nn
 from vit.io.atomic import write_atomic
 from vit.model.losses import mixup

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .gradients import conform, unbroadcast, unshared
+from .gradients import conform, unshared
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
