@@ -278,12 +278,12 @@ def main(argv=None) -> int:
             f"{v} {r['slowdown']:.2f}x" for v, r in got["results"].items()), flush=True)
         old, r = f"minigrad32 {args.baseline}", got["results"]
         if baseline and "minigrad32" in r:  # paired: the same phases, turns interleaved
+            ours, theirs = r["minigrad32"]["phase_medians_ms"], r[old]["phase_medians_ms"]
             print(f"  minigrad32 / {old}, ratio of medians: idle " + " ".join(
-                f"{a / b:.3f}" for a, b in zip(r["minigrad32"]["phase_medians_ms"]["idle"],
-                                               r[old]["phase_medians_ms"]["idle"]))
+                f"{a / b:.3f}" for a, b in zip(ours["idle"], theirs["idle"], strict=True))
                   + ", busy " + " ".join(
-                f"{a / b:.3f}" for a, b in zip(r["minigrad32"]["phase_medians_ms"]["busy"],
-                                               r[old]["phase_medians_ms"]["busy"])), flush=True)
+                f"{a / b:.3f}" for a, b in zip(ours["busy"], theirs["busy"], strict=True)),
+                  flush=True)
     record.update(load_average_end=load_average(), finished=now())
     text = markdown(record)
     print("\n" + text)

@@ -263,7 +263,8 @@ def compare_trees(others: list, rounds: int, warmup_s: float, batch_s: float) ->
                 steps[label], grads[label] = FACTORIES[case]["minigrad"](a, b, lib)
                 steps[label]()
             for label in libs:  # the same arithmetic: the same bits
-                if not all(np.array_equal(x, y) for x, y in zip(grads[label](), grads["this"]())):
+                if not all(np.array_equal(x, y)
+                           for x, y in zip(grads[label](), grads["this"](), strict=True)):
                     print(f"  note: {label}'s gradients differ from this tree's in {case} {dt}")
             samples = run_case(steps, rounds, warmup_s, batch_s)
             for label in libs:
@@ -272,7 +273,8 @@ def compare_trees(others: list, rounds: int, warmup_s: float, batch_s: float) ->
                 row = f"{case + ' ' + dt:<14} {label:<16} {_us(med)} {_us(lo)} |"
                 if label != "this":
                     new = samples["this"]
-                    paired = statistics.median(x / y for x, y in zip(new, samples[label]))
+                    paired = statistics.median(
+                        x / y for x, y in zip(new, samples[label], strict=True))
                     row += (f" {statistics.median(new) / med:11.3f} {paired:10.3f}"
                             f" {min(new) / lo:6.3f}")
                 print(row)

@@ -201,7 +201,7 @@ def memory(axis: str, index: int, impl: str, quick: bool) -> dict:
 # ---- the study ----------------------------------------------------------------------------
 def exponent(xs, ys) -> float | None:
     """Slope of log y on log x over the larger half of the points (at least 2)."""
-    pts = [(x, y) for x, y in zip(xs, ys) if y and y > 0]
+    pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y and y > 0]
     pts = pts[(len(pts) - 1) // 2:]  # 5 points -> the last 3, 7 -> 4, 2 -> both
     if len(pts) < 2:
         return None

@@ -128,11 +128,11 @@ def main(argv=None) -> int:
     print(f"config {args.config}: {args.turns} turns of {args.steps} steps per worker; "
           f"load average {os.getloadavg()[0]:.2f} at the end")
     width = max(len(label) for label in labels)
-    for label, med, low in zip(labels, medians, minima):
+    for label, med, low in zip(labels, medians, minima, strict=True):
         print(f"{label:<{width}}  median {statistics.median(med):8.1f} us  "
               f"min {min(low):8.1f} us")
-    for label, med in zip(labels[1:], medians[1:]):
-        ratios = [a / b for a, b in zip(med, medians[0])]
+    for label, med in zip(labels[1:], medians[1:], strict=True):
+        ratios = [a / b for a, b in zip(med, medians[0], strict=True)]
         print(f"{label} / {labels[0]}: paired median {statistics.median(ratios):.3f} "
               f"(turns {min(ratios):.3f}-{max(ratios):.3f})")
     return 0

@@ -192,7 +192,7 @@ def _record_outputs(outs: tuple, inputs: Sequence[Any], vjps: Any, name: str,
     node.specs = tuple((o.shape, o.dtype) for o in outs)
     node.shape, node.dtype = tuple(o.shape for o in outs), tuple(o.dtype for o in outs)
     results = []
-    for k, (o, f) in enumerate(zip(outs, floating)):
+    for k, (o, f) in enumerate(zip(outs, floating, strict=True)):
         if not f:
             results.append(_output(o, inputs, None))
             continue
@@ -221,7 +221,9 @@ def _node(name: str, inputs: Sequence[Any], vjps: Any, params: Sequence[str],
     edges = []
     plain = True  # input k is edge k for every Tensor input (edges first, no constant Tensor)
     gap = False
-    for x, vjp in zip(inputs, vjps):
+    # (strict=False: the inputs past the last VJP are checked below, and VJPs past the
+    # last input given belong to parameters left at their defaults)
+    for x, vjp in zip(inputs, vjps, strict=False):
         if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
             # the graph keeps the input's node, not the input tensor (and its array)
             edges.append((x if x._node is None else x._node, vjp))

@@ -209,7 +209,7 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
     each node's VJPs called once (``torch.autograd.backward`` with several tensors).
     ``grads[k]`` has the shape and dtype of ``roots[k]``; leaf roots get it added to ``.grad``."""
     nodes, start = [], {}
-    for root, grad in zip(roots, grads):
+    for root, grad in zip(roots, grads, strict=True):
         if root._node is None:
             continue
         key = root._node
@@ -219,7 +219,7 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
             nodes.append(root._node)
             start[key] = grad
     order = toposort(nodes) if nodes else []
-    for root, grad in zip(roots, grads):
+    for root, grad in zip(roots, grads, strict=True):
         if root._node is None:  # a leaf: d(root)/d(root) is the identity
             _accumulate_leaf(root, grad, owned=False)
     _sweep(order, start, retain_graph)
@@ -247,7 +247,7 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
         specs = node.specs
         if specs is not None:
             g = tuple(np.zeros(shape, dtype) if gk is None else gk
-                      for gk, (shape, dtype) in zip(g, specs))
+                      for gk, (shape, dtype) in zip(g, specs, strict=True))
         joint = node.joint
         if joint is not None:
             results = _joint_results(node, g)

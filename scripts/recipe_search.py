@@ -212,7 +212,7 @@ def cv_search(names: list[str], seeds: list[int], root: Path, json_path: Path | 
         runs = [run_one(OLD_DEFAULT + flags, s, root / "cv" / f"{slug}-f{i}-s{s}", path,
                         reuse=True) for i, (path, _, _) in enumerate(splits) for s in seeds]
         sizes = [n for _, _, n in splits for _ in seeds]
-        correct = sum(round(r["acc"] * n) for r, n in zip(runs, sizes))
+        correct = sum(round(r["acc"] * n) for r, n in zip(runs, sizes, strict=True))
         rows.append({"name": name, "flags": " ".join(flags), "accs": [r["acc"] for r in runs],
                      "val_acc": correct / sum(sizes), "correct": correct, "n": sum(sizes),
                      "wall_s": statistics.median(r["wall_s"] for r in runs)})

@@ -53,7 +53,7 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
         raise ValueError(f"einsum operands: got {len(shapes)} for the {len(terms)} terms of "
                          f"{subscripts!r}; expected one operand per term")
     rank = []
-    for i, (t, shape) in enumerate(zip(terms, shapes)):
+    for i, (t, shape) in enumerate(zip(terms, shapes, strict=True)):
         labels = t.replace("...", "", 1)
         if "." in labels:
             raise _bad(subscripts, f"expected '...' at most once per term, not {t!r}")
@@ -68,7 +68,7 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
     if len(ellipsis) < width:
         raise _bad(subscripts, f"it leaves {len(ellipsis)} unused letters for the {width} "
                    "dimensions of '...'; expected at most 52 labels in all")
-    ops = [t.replace("...", ellipsis[width - r:]) for t, r in zip(terms, rank)]
+    ops = [t.replace("...", ellipsis[width - r:]) for t, r in zip(terms, rank, strict=True)]
     if arrow:
         if out.count("...") > 1 or "." in out.replace("...", ""):
             raise _bad(subscripts, "expected '...' at most once in the output")
@@ -90,8 +90,8 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
 def _sizes(ops: Sequence[str], shapes: Sequence[tuple]) -> dict:
     """Each label's size: its one size other than 1 (NumPy broadcasts the 1s)."""
     sizes: dict = {}
-    for i, (labels, shape) in enumerate(zip(ops, shapes)):
-        for c, n in zip(labels, shape):
+    for i, (labels, shape) in enumerate(zip(ops, shapes, strict=True)):
+        for c, n in zip(labels, shape, strict=True):
             m = sizes.get(c, 1)
             if n != 1 and m != 1 and n != m:
                 raise ValueError(f"einsum operands[{i}]: label {c!r} has size {n} there and "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -148,7 +149,7 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
         index = (slice(None),) * ax + (slice(lo, hi),)
         return lambda g: g[index]
 
-    vjps = [slicer(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    vjps = [slicer(lo, hi) for lo, hi in pairwise(bounds)]
     return record(out, tensors, vjps, "concatenate")
 
 
@@ -198,7 +199,7 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
         cuts = list(indices_or_sections)
     edges = [0] + cuts + [n]
     lead = (slice(None),) * ax
-    return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in zip(edges[:-1], edges[1:])]
+    return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in pairwise(edges)]
 
 
 # ---- moves, repeats and triangles (docs/backward.md §31) ------------------------------------
@@ -295,7 +296,7 @@ def tile(a, reps):
     full = (1,) * (d - len(reps)) + reps
     check_output("tile", "reps", elements(full) * elements(shape), f"{reps} for shape {in_shape}")
     out = np.tile(a, reps)
-    interleaved = tuple(x for r, n in zip(full, shape) for x in (r, n))
+    interleaved = tuple(x for r, n in zip(full, shape, strict=True) for x in (r, n))
 
     def vjp(g):
         return g.reshape(interleaved).sum(axis=tuple(range(0, 2 * d, 2))).reshape(in_shape)

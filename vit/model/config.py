@@ -93,7 +93,7 @@ def parameter_shapes(config: dict) -> dict[str, tuple[int, ...]]:
         shapes["pos_embed"] = (1, N + 1, D)
     shapes.update({"patch_embed.weight": (P * P * C, D), "patch_embed.bias": (D,)})
     block = dict(zip(BLOCK_PARAMS, [(D,), (D,), (D, 3 * D), (D, D), (D,), (D,), (D, F), (F,),
-                                    (F, D), (D,)]))
+                                    (F, D), (D,)], strict=True))
     for prefix in block_prefixes(config.get("depth", 1)):
         shapes.update((prefix + name, shape) for name, shape in block.items())
     shapes.update({"norm.weight": (D,), "norm.bias": (D,), "head.weight": (D, K),
