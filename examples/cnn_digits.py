@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                         results.append(r)
                         done.add(k)
                         text = json.dumps(results, indent=1)
-                        write_atomic(path, lambda f: f.write(text.encode()))
+                        write_atomic(path, lambda f: f.write(text.encode()))  # noqa: B023 (called at once)
     print(table([r for r in results if r["seed"] == args.seed and r["epochs"] == args.epochs]))
     return 0
 

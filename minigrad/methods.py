@@ -32,7 +32,7 @@ def _array_like(x: Any) -> bool:
     return isinstance(x, _ARRAY_LIKE)
 
 
-class TensorMethods:
+class TensorMethods:  # noqa: PLW1641 (unhashed itself; Tensor keeps object.__hash__)
     """The array methods of :class:`minigrad.Tensor` (copied onto it below); every one
     forwards to ``minigrad.ops``."""
 

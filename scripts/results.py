@@ -88,7 +88,7 @@ def main() -> None:
     print(f"| experiment | command (`--seed S`, S in {seeds}) | test acc. (median) | per seed | "
           "s / epoch | wall s |")
     print("|---|---|---|---|---|---|")
-    for name, r in results.items():
+    for r in results.values():
         accs = [x["acc"] for x in r["runs"]]
         cmd = " ".join(["python -m vit train", *r["options"]])
         print(f"| {r['what']} | `{cmd}` | {100 * statistics.median(accs):.2f}% | "
