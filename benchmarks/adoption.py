@@ -2,9 +2,10 @@
 
 The sweep adopts a VJP result that nothing else references as the gradient buffer (a leaf's
 ``.grad``, or the running sum of a node's gradient) instead of copying it
-(``minigrad.gradients.unshared``, as the sweep in ``minigrad.graph`` calls it). This script times the minigrad float32 step of
-``train_step.py``'s configs with adoption on and off, interleaved round by round, and
-measures the peak memory of one step each way (tracemalloc). Usage::
+(``minigrad.gradients.unshared``, as the sweep in ``minigrad.graph`` calls it). This script
+times the minigrad float32 step of ``train_step.py``'s configs with adoption on and off,
+interleaved round by round, and measures the peak memory of one step each way
+(tracemalloc). Usage::
 
     python benchmarks/adoption.py [--configs A B C D] [--rounds 15]
 """

@@ -13,9 +13,9 @@ Variants, interleaved in one process (round-robin turns, as train_step.run_confi
   torch                 PyTorch eager, its default intra-op threads
   torch 1 thread        torch.set_num_threads(1) for the step
   minigrad32 REF        with --baseline REF: minigrad's default threads, its parallel regions
-                        scheduled by minigrad/runtime/parallel.py's _fan_out as of commit REF (loaded
-                        from git into this process, put in place around each step), so that
-                        two scheduling policies meet the same load in one process
+                        scheduled by minigrad/runtime/parallel.py's _fan_out as of commit REF
+                        (loaded from git into this process, put in place around each step), so
+                        that two scheduling policies meet the same load in one process
 The thread settings are applied on every call and undone after it, so the variants can share
 a process. Phases alternate idle, busy, idle, busy; in a busy phase a child process spins in
 pure Python (one core's worth of work) for at most a bounded time, and is killed when the
@@ -56,9 +56,9 @@ SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() 
 
 
 def baseline_scheduler(ref: str):
-    """``_fan_out`` from ``minigrad/runtime/parallel.py`` at commit ``ref`` of this repository, loaded
-    as a module of this process's minigrad package (its relative imports, ``.blas`` and
-    ``.checks``, are today's). Raises ValueError naming --baseline if there is none."""
+    """``_fan_out`` from ``minigrad/runtime/parallel.py`` at commit ``ref`` of this repository,
+    loaded as a module of this process's minigrad package (its relative imports, ``.blas``
+    and ``.checks``, are today's). Raises ValueError naming --baseline if there is none."""
     if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]{0,99}", ref):
         raise ValueError(f"--baseline: got {ref!r}; expected a commit hash, tag or branch")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

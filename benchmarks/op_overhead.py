@@ -307,7 +307,8 @@ def machine_info(torch_threads) -> list:
         ("BLAS", "; ".join(pools) or "unknown"),
     ]
     if torch is not None:
-        rows.append(("torch", f"{torch.__version__}, {torch_threads} intra-op threads (its default)"))
+        rows.append(("torch",
+                     f"{torch.__version__}, {torch_threads} intra-op threads (its default)"))
     else:
         rows.append(("torch", "not importable: torch column skipped"))
     return rows

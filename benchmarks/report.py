@@ -343,7 +343,8 @@ def scaling_figure(record: dict, path: str) -> None:
     if rows == 2:
         grid[1][0].set_ylabel("peak RSS during a step, MB (>= 0.1)")
         grid[1][0].legend(fontsize=7)
-    fig.suptitle(f"TinyViT training step vs size (commit {(record['commit'].get('head') or '?')[:7]}"
+    head = (record["commit"].get("head") or "?")[:7]
+    fig.suptitle(f"TinyViT training step vs size (commit {head}"
                  f", load average {(record.get('load_average_start') or ['?'])[0]} at start, "
                  f"{(record.get('load_average_end') or ['?'])[0]} at end; minimum ms of "
                  "interleaved steps)", fontsize=11)

@@ -64,9 +64,9 @@ from machine import (
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
 BEGIN, END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
 IMPLS = ("minigrad32", "manual", "torch")
-LABELS = {"tokens28": "tokens T (28x28x1, patch 14..1)", "tokens32": "tokens T (32x32x3, patch 16..1)",
-          "batch": "batch B", "width": "width D", "depth": "depth (blocks)",
-          "image": "image side (patch 8)"}
+LABELS = {"tokens28": "tokens T (28x28x1, patch 14..1)",
+          "tokens32": "tokens T (32x32x3, patch 16..1)", "batch": "batch B", "width": "width D",
+          "depth": "depth (blocks)", "image": "image side (patch 8)"}
 
 
 def cfg(batch=16, image=32, channels=3, patch=4, dim=64, heads=4, depth=1):
@@ -79,8 +79,10 @@ def axes(quick: bool) -> dict:
     def pick(full, short):
         return short if quick else full
     out = {
-        "tokens28": [((28 // p) ** 2 + 1, cfg(8, 28, 1, p)) for p in pick((14, 7, 4, 2, 1), (14, 7))],
-        "tokens32": [((32 // p) ** 2 + 1, cfg(8, 32, 3, p)) for p in pick((16, 8, 4, 2, 1), (16, 8))],
+        "tokens28": [((28 // p) ** 2 + 1, cfg(8, 28, 1, p))
+                     for p in pick((14, 7, 4, 2, 1), (14, 7))],
+        "tokens32": [((32 // p) ** 2 + 1, cfg(8, 32, 3, p))
+                     for p in pick((16, 8, 4, 2, 1), (16, 8))],
         "batch": [(b, cfg(batch=b)) for b in pick((2, 4, 8, 16, 32, 64, 128), (2, 4))],
         "width": [(d, cfg(dim=d)) for d in pick((16, 32, 64, 128, 256, 512), (16, 32))],
         "image": [(s, cfg(8, s, 3, 8)) for s in pick((16, 32, 64, 128, 224), (16, 32))],

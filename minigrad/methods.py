@@ -93,7 +93,9 @@ class TensorMethods:  # noqa: PLW1641 (unhashed itself; Tensor keeps object.__ha
 
     # ---- reductions and scans
     def sum(self, axis=None, *, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
-    def mean(self, axis=None, *, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, *, keepdims=False):
+        return _ops.mean(self, axis=axis, keepdims=keepdims)
+
     def max(self, axis=None, *, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
     def min(self, axis=None, *, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
     def prod(self, axis=None, *, keepdims=False): return _ops.prod(self, axis, keepdims)

@@ -89,7 +89,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         raise not_differentiable(name, len(inputs) == 1 and not kwargs)
     no_out(name, kwargs.get("out"))
     for arg, value in kwargs.items():
-        if arg != "out" and (arg not in _UFUNC_DEFAULTS or not is_default(value, _UFUNC_DEFAULTS[arg])):
+        if arg != "out" and (arg not in _UFUNC_DEFAULTS
+                             or not is_default(value, _UFUNC_DEFAULTS[arg])):
             raise unsupported(name, arg, value)  # axes=, keepdims= of matmul too
     if ufunc in COMPARISONS:  # the first operand as a Tensor, so Tensor's operator runs
         return COMPARISONS[ufunc](as_tensor(inputs[0]), inputs[1])

@@ -29,8 +29,9 @@ class Tensor:
     operators, an optimizer's ``step()``); a view made by an op (``reshape``, ``t[:2]``,
     ``detach()``, ``Tensor(t)``) shares the counter of the tensor it views. Every recorded
     op notes the versions of its Tensor inputs and of its output, and ``backward()``
-    refuses, naming the op and the input, if one changed since. Writes into ``t.data`` itself (``t.data[0] = 1``,
-    NumPy functions with ``out=t.data``) bypass the counter, as in PyTorch; call
+    refuses, naming the op and the input, if one changed since. Writes into ``t.data``
+    itself (``t.data[0] = 1``, NumPy functions with ``out=t.data``) bypass the counter, as
+    in PyTorch; call
     ``bump_version()`` after such a write to have it checked. Two Tensors made separately
     from one ndarray (``Tensor(arr)`` twice) do not share a counter, as two
     ``torch.from_numpy(arr)`` calls do not: a write through one is not seen by a graph that

@@ -116,8 +116,8 @@ def broadcast_to(a, shape):
         out = np.broadcast_to(a, shape)
     except ValueError:
         raise ValueError(f"broadcast_to: cannot broadcast an array of shape {np.shape(a)} to "
-                         f"{tuple(np.atleast_1d(shape).tolist())}; expected a shape it broadcasts to") \
-            from None
+                         f"{tuple(np.atleast_1d(shape).tolist())}; expected a shape it "
+                         "broadcasts to") from None
     return out, lambda g: g
 
 
@@ -129,7 +129,8 @@ def _sequence_inputs(tensors, op: str) -> tuple[list, list]:
         raise TypeError(f"{op} tensors: got {shown}; expected a list or tuple of Tensors or "
                         "arrays")
     tensors = list(tensors)
-    arrays = [t.data if isinstance(t, Tensor) else np.asarray(as_array_input(t, op, f"tensors[{i}]"))
+    arrays = [t.data if isinstance(t, Tensor)
+              else np.asarray(as_array_input(t, op, f"tensors[{i}]"))
               for i, t in enumerate(tensors)]
     return tensors, arrays
 

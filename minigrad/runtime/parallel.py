@@ -150,7 +150,8 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
 
 
 def _even_parts(n: int, parts: int) -> list[tuple[int, int]]:
-    """``range(n)`` cut into ``min(parts, n)`` consecutive ranges whose sizes differ by 1 at most."""
+    """``range(n)`` cut into ``min(parts, n)`` consecutive ranges whose sizes differ by 1 at
+    most."""
     parts = max(1, min(parts, n))
     return [(n * i // parts, n * (i + 1) // parts) for i in range(parts)]
 

@@ -68,7 +68,8 @@ class GraphSummary:
     total_saved_bytes: int
 
     def __str__(self) -> str:
-        lines = [f"{'#':>4}  {'op':<14} {'output shape':<20} {'dtype':<8} {'saved for backward':>18}"]
+        lines = [f"{'#':>4}  {'op':<14} {'output shape':<20} {'dtype':<8} "
+                 f"{'saved for backward':>18}"]
         for k, (name, shape, dtype, nbytes) in enumerate(self.rows):
             if type(dtype) is tuple:  # an op with several outputs
                 shape = ", ".join(map(str, shape))

@@ -64,8 +64,8 @@ def limits(max_parameters: int | None = None,
     """Raise (or lower) the size bounds of every TinyViT built in this thread or task, for
     the duration of the block (e.g. around ``train()`` or ``load_checkpoint()``)."""
     current = _LIMITS.get()
-    new = tuple(checks.positive_int(name, value, owner="vit.model.config.limits") if value is not None
-                else old
+    owner = "vit.model.config.limits"
+    new = tuple(checks.positive_int(name, value, owner=owner) if value is not None else old
                 for name, value, old in (("max_parameters", max_parameters, current[0]),
                                          ("max_activation_bytes", max_activation_bytes,
                                           current[1])))
