@@ -54,7 +54,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, cast, overload
 
 import numpy as np
 
@@ -62,7 +62,7 @@ from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
 from .tensor import Tensor
 
-__all__ = ["op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
+__all__ = ["op", "Op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
 _ARRAYS = (Tensor, np.ndarray)
@@ -301,8 +301,25 @@ def _as_output(out: Any, name: str) -> np.ndarray:
     return np.asarray(out)
 
 
-def op(forward: Callable | None = None, *, name: str | None = None,
-       arrays: int = 0) -> Callable:
+class Op(Protocol):
+    """What :func:`op` makes of a forward: the differentiable function, which returns a Tensor
+    (a tuple of them for an op with several outputs), with the forward itself and the name
+    the graph records."""
+
+    forward: Callable[..., Any]
+    op_name: str
+    is_op: bool
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+@overload
+def op(forward: Callable[..., Any], *, name: str | None = None, arrays: int = 0) -> Op: ...
+@overload
+def op(forward: None = None, *, name: str | None = None,
+       arrays: int = 0) -> Callable[[Callable[..., Any]], Op]: ...
+def op(forward: Callable[..., Any] | None = None, *, name: str | None = None,
+       arrays: int = 0) -> Op | Callable[[Callable[..., Any]], Op]:
     """Decorator turning ``forward(*arrays, **consts) -> (out, vjps)`` into a differentiable op.
 
     Use as ``@op`` or ``@op(name="...", arrays=2)``. The decorated function takes Tensors (or
@@ -340,7 +357,7 @@ def op(forward: Callable | None = None, *, name: str | None = None,
         return tuple(values[k] for k in positional), rest
 
     @functools.wraps(forward)
-    def apply(*args: Any, **kwargs: Any) -> Tensor:
+    def apply(*args: Any, **kwargs: Any) -> Tensor | tuple:
         if kwargs:
             for v in kwargs.values():
                 if isinstance(v, _ARRAYS):  # an array by keyword: into its position
@@ -382,7 +399,8 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                             "positional)")
         return record(out, args, vjps, opname, positional)
 
-    apply.forward = forward
-    apply.op_name = opname
-    apply.is_op = True
-    return apply
+    made = cast(Op, apply)  # (what the three attributes below make it)
+    made.forward = forward
+    made.op_name = opname
+    made.is_op = True
+    return made

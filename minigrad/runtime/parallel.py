@@ -17,6 +17,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
+from types import FrameType
 
 import numpy as np
 
@@ -71,7 +72,8 @@ def _importer_stacklevel() -> int:
     """The warnings stacklevel of the first caller outside minigrad and the import system
     (the user's ``import minigrad``), for ``_threads_from_environment``'s warning."""
     package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(2), 2
+    frame: FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None:
         name = frame.f_code.co_filename
         if "importlib" in name and "_bootstrap" in name:  # warnings skips these itself
