@@ -344,7 +344,7 @@ def _read_member(zf: zipfile.ZipFile, m: _Member, where: str) -> np.ndarray:
     with zf.open(m.info) as fp:
         fp.read(m.header)
         data = np.empty(m.nbytes, np.uint8)
-        got = read_into(fp, memoryview(data))
+        got = read_into(fp, data.data)
         if got < m.nbytes:
             raise ValueError(f"{where}: member {m.info.filename!r} ends after {got:,} of its "
                              f"{m.nbytes:,} data bytes; expected them all (truncated or "

@@ -159,16 +159,17 @@ def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
     args = (x,) + weights
     if not any(isinstance(a, Tensor) for a in args):
         with mg.no_grad():
-            out = _block(*(Tensor(a.astype(compute, copy=False)) for a in args), num_heads)
+            out = _block(*(Tensor(a.astype(compute, copy=False)) for a in args),
+                         num_heads=num_heads)
         return out.data.astype(dtype, copy=False)
-    args = tuple(a if isinstance(a, Tensor) else Tensor(a) for a in args)
+    tensors = tuple(a if isinstance(a, Tensor) else Tensor(a) for a in args)
     if compute != dtype:
-        args = tuple(a.astype(compute) for a in args)
-    out = _block(*args, num_heads)
+        tensors = tuple(a.astype(compute) for a in tensors)
+    out = _block(*tensors, num_heads=num_heads)
     return out.astype(dtype) if compute != dtype else out
 
 
-def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
+def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, *, num_heads):
     """docs/contract.md section 1 from elementary ops: y = x + MHA(LN(x)); y + GELU(LN(y) W1) W2."""
     N, T, D = x.shape
     d = D // num_heads

@@ -24,12 +24,13 @@ tokens, D features, F hidden MLP features, K classes, M = B·T token rows.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor, record
+from minigrad.defop import Op
 from minigrad.runtime.blas import one_blas_thread
 from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
 
@@ -65,7 +66,7 @@ def _one_blas_thread_above(flops: float):
     return one_blas_thread() if flops >= BLAS_THREADED_FLOPS else contextlib.nullcontext()
 
 
-def apply_unchecked(op: Callable, inputs: Sequence, **consts):
+def apply_unchecked(op: Op, inputs: Sequence, **consts):
     """``op(*inputs, **consts)`` without the op wrapper's per-argument conversions (numbers,
     NumPy scalars, 0-d arrays): the forward on the Tensors' arrays, recorded as the wrapper
     records it. Only for inputs the caller has checked (Tensors of one floating dtype, with
