@@ -149,6 +149,12 @@ def _numbers_as_arrays(args: Sequence[Any], raw: list, checked: list) -> None:
                 raw[i] = np.asarray(raw[i])
 
 
+@overload
+def record(out: tuple, inputs: Sequence[Any], vjps: Any, name: str,
+           params: Sequence[str] = ()) -> tuple: ...
+@overload
+def record(out: np.ndarray | np.generic | float, inputs: Sequence[Any], vjps: Any, name: str,
+           params: Sequence[str] = ()) -> Tensor: ...
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
            params: Sequence[str] = ()) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.

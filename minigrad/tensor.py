@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
@@ -76,6 +77,10 @@ class Tensor(_Methods):
     requires_grad: bool
     _node: Node | None
     _version: list  # [write stamp of the last in-place write, writes], shared with views
+    # NumPy's protocols (np.exp(t), np.asarray(t)), attached by minigrad/numpy_api.py
+    __array_ufunc__: Callable[..., Any]
+    __array_function__: Callable[..., Any]
+    __array__: Callable[..., np.ndarray]
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
         original = data if isinstance(data, Tensor) else None

@@ -21,7 +21,7 @@ from .losses import reduce_loss, reduction_mode
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
-    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["nll_loss", "cross_entropy"]
 

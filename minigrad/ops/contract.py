@@ -22,7 +22,7 @@ from . import bounds
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # pragma: no cover
-    from numpy.core.numeric import normalize_axis_tuple
+    from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["einsum", "tensordot", "outer", "inner"]
 

@@ -267,7 +267,8 @@ def pad(x, pad_width, mode="constant", value=0.0):
     check_output("pad", "pad_width",
                  elements(n + b + a for n, (b, a) in zip(x.shape, pairs, strict=True)),
                  f"{pairs} around shape {x.shape}")
-    y = np.pad(x, pairs, mode=mode, **kw)
+    # (mode is one of _PAD_MODES, checked above; to mypy a str, not np.pad's Literal)
+    y = np.pad(x, pairs, mode=mode, **kw)  # type: ignore[call-overload]
     shape = x.shape
 
     def vjp(g):
@@ -280,7 +281,7 @@ def pad(x, pad_width, mode="constant", value=0.0):
                 g = inner
                 continue
             # the source index of every output position along this axis, by NumPy's own rule
-            src = np.pad(np.arange(n), (b, a), mode=mode)
+            src = np.pad(np.arange(n), (b, a), mode=mode)  # type: ignore[call-overload]
             outside = np.r_[0:b, b + n:b + n + a]
             g_axis = inner.copy()
             np.add.at(g_axis, lead + (src[outside],), np.take(g, outside, axis=axis))

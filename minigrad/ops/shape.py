@@ -12,7 +12,7 @@ from ..defop import as_array_input, op, record
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
-    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 from ..tensor import Tensor
 from .bounds import check_output, elements
 from .indexing import getitem
@@ -272,8 +272,8 @@ def roll(a, shift, axis=None):
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
         raise ValueError(f"roll shift, axis: got {shift} and {axis}; expected one shift per "
                          "axis (or one of them a single integer)")
-    shifts, axes = np.broadcast_arrays(np.array(shifts), np.array(axes))
-    shifts, axes = tuple(shifts.tolist()), tuple(axes.tolist())
+    shift_array, axis_array = np.broadcast_arrays(np.array(shifts), np.array(axes))
+    shifts, axes = tuple(shift_array.tolist()), tuple(axis_array.tolist())
     back = tuple(-s for s in shifts)
     return np.roll(a, shifts, axes), lambda g: np.roll(g, back, axes)
 
