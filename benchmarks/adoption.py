@@ -2,9 +2,10 @@
 
 The sweep adopts a VJP result that nothing else references as the gradient buffer (a leaf's
 ``.grad``, or the running sum of a node's gradient) instead of copying it
-(``minigrad.gradients.unshared``, as the sweep in ``minigrad.graph`` calls it). This script times the minigrad float32 step of
-``train_step.py``'s configs with adoption on and off, interleaved round by round, and
-measures the peak memory of one step each way (tracemalloc). Usage::
+(``minigrad.gradients.unshared``, as the sweep in ``minigrad.graph`` calls it). This script
+times the minigrad float32 step of ``train_step.py``'s configs with adoption on and off,
+interleaved round by round, and measures the peak memory of one step each way
+(tracemalloc). Usage::
 
     python benchmarks/adoption.py [--configs A B C D] [--rounds 15]
 """
@@ -18,10 +19,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, build, peak_memory  # noqa: E402
+from train_step import CONFIGS, build, peak_memory
 
-from minigrad import gradients, graph  # noqa: E402
-from minigrad.runtime.heap import keep_heap  # noqa: E402
+from minigrad import gradients, graph
+from minigrad.runtime.heap import keep_heap
 
 
 def adopted_per_step(step) -> tuple[int, int, int]:
@@ -32,7 +33,7 @@ def adopted_per_step(step) -> tuple[int, int, int]:
 
     def counting(a):
         ok = (type(a) is np.ndarray and a.base is None
-              and sys.getrefcount(a) <= graph._UNIQUE and a.flags.writeable)
+              and sys.getrefcount(a) <= gradients._UNIQUE and a.flags.writeable)
         seen[2] += 1
         if ok:
             seen[0] += 1
@@ -55,7 +56,7 @@ def copy_cost(step, repeats: int = 30) -> float:
 
     def keeping(a):
         ok = (type(a) is np.ndarray and a.base is None
-              and sys.getrefcount(a) <= graph._UNIQUE and a.flags.writeable)
+              and sys.getrefcount(a) <= gradients._UNIQUE and a.flags.writeable)
         if ok:
             arrays.append(np.empty_like(a))  # same shape and dtype, not the array itself
         return ok

@@ -13,9 +13,9 @@ Variants, interleaved in one process (round-robin turns, as train_step.run_confi
   torch                 PyTorch eager, its default intra-op threads
   torch 1 thread        torch.set_num_threads(1) for the step
   minigrad32 REF        with --baseline REF: minigrad's default threads, its parallel regions
-                        scheduled by minigrad/runtime/parallel.py's _fan_out as of commit REF (loaded
-                        from git into this process, put in place around each step), so that
-                        two scheduling policies meet the same load in one process
+                        scheduled by minigrad/runtime/parallel.py's _fan_out as of commit REF
+                        (loaded from git into this process, put in place around each step), so
+                        that two scheduling policies meet the same load in one process
 The thread settings are applied on every call and undone after it, so the variants can share
 a process. Phases alternate idle, busy, idle, busy; in a busy phase a child process spins in
 pure Python (one core's worth of work) for at most a bounded time, and is killed when the
@@ -34,13 +34,21 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad.runtime import blas, parallel  # noqa: E402
-from minigrad.runtime.heap import keep_heap  # noqa: E402
+from minigrad.runtime import blas, parallel
+from minigrad.runtime.heap import keep_heap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_step as ts  # noqa: E402
-from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
-                     machine_info, machine_line, now, write_json)
+import train_step as ts
+from machine import (
+    available,
+    check_output_path,
+    git_commit,
+    load_average,
+    machine_info,
+    machine_line,
+    now,
+    write_json,
+)
 
 BEGIN, END = "<!-- busy:begin -->", "<!-- busy:end -->"
 VARIANTS = ("minigrad32", "minigrad32 1 thread", "manual", "torch", "torch 1 thread")
@@ -48,9 +56,9 @@ SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() 
 
 
 def baseline_scheduler(ref: str):
-    """``_fan_out`` from ``minigrad/runtime/parallel.py`` at commit ``ref`` of this repository, loaded
-    as a module of this process's minigrad package (its relative imports, ``.blas`` and
-    ``.checks``, are today's). Raises ValueError naming --baseline if there is none."""
+    """``_fan_out`` from ``minigrad/runtime/parallel.py`` at commit ``ref`` of this repository,
+    loaded as a module of this process's minigrad package (its relative imports, ``.blas``
+    and ``.checks``, are today's). Raises ValueError naming --baseline if there is none."""
     if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]{0,99}", ref):
         raise ValueError(f"--baseline: got {ref!r}; expected a commit hash, tag or branch")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -201,7 +209,7 @@ def markdown(record: dict) -> str:
               "|---|" + "---:|" * len(cols) + "---:|"]
     for c in record["configs"]:
         r, la = c["results"], c["load_average"]
-        load = " / ".join("{:.1f}".format(np.mean([x[0] for x in la[p]])) if la[p] else "?"
+        load = " / ".join(f"{np.mean([x[0] for x in la[p]]):.1f}" if la[p] else "?"
                           for p in ("idle", "busy"))
         lines.append(f"| {c['name']} | " + " | ".join(
             f"{r[v]['idle_ms']:.2f} / {r[v]['busy_ms']:.2f}" if v in r else "" for v in cols)
@@ -270,12 +278,12 @@ def main(argv=None) -> int:
             f"{v} {r['slowdown']:.2f}x" for v, r in got["results"].items()), flush=True)
         old, r = f"minigrad32 {args.baseline}", got["results"]
         if baseline and "minigrad32" in r:  # paired: the same phases, turns interleaved
+            ours, theirs = r["minigrad32"]["phase_medians_ms"], r[old]["phase_medians_ms"]
             print(f"  minigrad32 / {old}, ratio of medians: idle " + " ".join(
-                f"{a / b:.3f}" for a, b in zip(r["minigrad32"]["phase_medians_ms"]["idle"],
-                                               r[old]["phase_medians_ms"]["idle"]))
+                f"{a / b:.3f}" for a, b in zip(ours["idle"], theirs["idle"], strict=True))
                   + ", busy " + " ".join(
-                f"{a / b:.3f}" for a, b in zip(r["minigrad32"]["phase_medians_ms"]["busy"],
-                                               r[old]["phase_medians_ms"]["busy"])), flush=True)
+                f"{a / b:.3f}" for a, b in zip(ours["busy"], theirs["busy"], strict=True)),
+                  flush=True)
     record.update(load_average_end=load_average(), finished=now())
     text = markdown(record)
     print("\n" + text)

@@ -29,11 +29,11 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor# noqa: E402
+from minigrad import F, Tensor
 from minigrad.runtime import parallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import machine_line  # noqa: E402
+from train_step import machine_line
 
 LR = 0.01
 Config = namedtuple("Config", "name image conv_only")

@@ -27,8 +27,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from minigrad.runtime import parallel  # noqa: E402
-from train_step import CONFIGS, build, machine_line, run_config  # noqa: E402
+from train_step import CONFIGS, build, machine_line, run_config
+
+from minigrad.runtime import parallel
 
 VARIANTS = {"composed": "minigrad32", "fused": "fused32"}
 

@@ -20,12 +20,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import minigrad as mg  # noqa: E402
-from minigrad import F, Tensor  # noqa: E402
-from vit.model.tinyvit import TinyViT  # noqa: E402
+import minigrad as mg
+from minigrad import F, Tensor
+from vit.model.tinyvit import TinyViT
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import machine_line  # noqa: E402
+from train_step import machine_line
 
 HEADER = f"{'mode':<12} {'median s':>9} {'min s':>8} {'fn calls':>9} {'backwards':>9} " \
          f"{'ms/call':>8} {'speedup':>8}  result"

@@ -46,9 +46,10 @@ import numpy as np
 # Benchmark the checkout this script lives in, whether or not it is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import minigrad as mg  # noqa: E402
-import machine  # noqa: E402
-from timing import run_case  # noqa: E402
+import machine
+from timing import run_case
+
+import minigrad as mg
 
 try:
     import torch
@@ -216,7 +217,8 @@ def compare_trees(others: list, rounds: int, warmup_s: float, batch_s: float) ->
                 steps[label], grads[label] = FACTORIES[case]["minigrad"](a, b, lib)
                 steps[label]()
             for label in libs:  # the same arithmetic: the same bits
-                if not all(np.array_equal(x, y) for x, y in zip(grads[label](), grads["this"]())):
+                if not all(np.array_equal(x, y)
+                           for x, y in zip(grads[label](), grads["this"](), strict=True)):
                     print(f"  note: {label}'s gradients differ from this tree's in {case} {dt}")
             samples = run_case(steps, rounds, warmup_s, batch_s)
             for label in libs:
@@ -225,7 +227,8 @@ def compare_trees(others: list, rounds: int, warmup_s: float, batch_s: float) ->
                 row = f"{case + ' ' + dt:<14} {label:<16} {_us(med)} {_us(lo)} |"
                 if label != "this":
                     new = samples["this"]
-                    paired = statistics.median(x / y for x, y in zip(new, samples[label]))
+                    paired = statistics.median(
+                        x / y for x, y in zip(new, samples[label], strict=True))
                     row += (f" {statistics.median(new) / med:11.3f} {paired:10.3f}"
                             f" {min(new) / lo:6.3f}")
                 print(row)
@@ -258,7 +261,8 @@ def machine_info(torch_threads) -> list:
         ("BLAS", "; ".join(pools) or "unknown"),
     ]
     if torch is not None:
-        rows.append(("torch", f"{torch.__version__}, {torch_threads} intra-op threads (its default)"))
+        rows.append(("torch",
+                     f"{torch.__version__}, {torch_threads} intra-op threads (its default)"))
     else:
         rows.append(("torch", "not importable: torch column skipped"))
     return rows
@@ -351,7 +355,7 @@ def main(argv=None) -> None:
         for name in impls:
             m, lo = stats[(case, dt, name)]
             row += f" {_us(m):>13}{_us(lo):>9} |"
-        row += ratios(lambda name: stats[(case, dt, name)])
+        row += ratios(lambda name: stats[(case, dt, name)])  # noqa: B023 (called at once)
         print(row)
 
     print()

@@ -26,8 +26,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import NAME, ROOT, safe_name, write_text  # noqa: E402
-from report_scaling import scaling_figure, scaling_markdown  # noqa: E402
+from machine import NAME, ROOT, safe_name, write_text
+from report_scaling import scaling_figure, scaling_markdown
 
 BEGIN, END = "<!-- train_step:begin -->", "<!-- train_step:end -->"
 MAX_BYTES = 4 << 20  # a train_step record is a few KB

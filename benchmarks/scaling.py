@@ -44,21 +44,29 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor  # noqa: E402
-from minigrad.runtime.heap import keep_heap  # noqa: E402
-from vit.model.tinyvit import TinyViT  # noqa: E402
+from minigrad import F, Tensor
+from minigrad.runtime.heap import keep_heap
+from vit.model.tinyvit import TinyViT
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_step as ts  # noqa: E402
-from machine import (available, check_output_path, git_commit, load_average,  # noqa: E402
-                     machine_info, machine_line, now, write_json)
+import train_step as ts
+from machine import (
+    available,
+    check_output_path,
+    git_commit,
+    load_average,
+    machine_info,
+    machine_line,
+    now,
+    write_json,
+)
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
 BEGIN, END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
 IMPLS = ("minigrad32", "manual", "torch")
-LABELS = {"tokens28": "tokens T (28x28x1, patch 14..1)", "tokens32": "tokens T (32x32x3, patch 16..1)",
-          "batch": "batch B", "width": "width D", "depth": "depth (blocks)",
-          "image": "image side (patch 8)"}
+LABELS = {"tokens28": "tokens T (28x28x1, patch 14..1)",
+          "tokens32": "tokens T (32x32x3, patch 16..1)", "batch": "batch B", "width": "width D",
+          "depth": "depth (blocks)", "image": "image side (patch 8)"}
 
 
 def cfg(batch=16, image=32, channels=3, patch=4, dim=64, heads=4, depth=1):
@@ -71,8 +79,10 @@ def axes(quick: bool) -> dict:
     def pick(full, short):
         return short if quick else full
     out = {
-        "tokens28": [((28 // p) ** 2 + 1, cfg(8, 28, 1, p)) for p in pick((14, 7, 4, 2, 1), (14, 7))],
-        "tokens32": [((32 // p) ** 2 + 1, cfg(8, 32, 3, p)) for p in pick((16, 8, 4, 2, 1), (16, 8))],
+        "tokens28": [((28 // p) ** 2 + 1, cfg(8, 28, 1, p))
+                     for p in pick((14, 7, 4, 2, 1), (14, 7))],
+        "tokens32": [((32 // p) ** 2 + 1, cfg(8, 32, 3, p))
+                     for p in pick((16, 8, 4, 2, 1), (16, 8))],
         "batch": [(b, cfg(batch=b)) for b in pick((2, 4, 8, 16, 32, 64, 128), (2, 4))],
         "width": [(d, cfg(dim=d)) for d in pick((16, 32, 64, 128, 256, 512), (16, 32))],
         "image": [(s, cfg(8, s, 3, 8)) for s in pick((16, 32, 64, 128, 224), (16, 32))],
@@ -193,7 +203,7 @@ def memory(axis: str, index: int, impl: str, quick: bool) -> dict:
 # ---- the study ----------------------------------------------------------------------------
 def exponent(xs, ys) -> float | None:
     """Slope of log y on log x over the larger half of the points (at least 2)."""
-    pts = [(x, y) for x, y in zip(xs, ys) if y and y > 0]
+    pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y and y > 0]
     pts = pts[(len(pts) - 1) // 2:]  # 5 points -> the last 3, 7 -> 4, 2 -> both
     if len(pts) < 2:
         return None

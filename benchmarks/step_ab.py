@@ -33,18 +33,18 @@ def worker(root: str, impl: str, config: str, warmup: int, threads: int | None) 
     line ``N`` on stdin time N steps and answer ``median_ns min_ns``. ``threads``: one setting
     for BLAS, minigrad and torch, as train_step.py's ``--threads``."""
     sys.path[:0] = [root, os.path.join(root, "benchmarks")]
-    import train_step  # noqa: PLC0415 (the tree's own, after its path is set)
+    import train_step  # the tree's own, after its path is set
     if threads:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+        from threadpoolctl import threadpool_limits
 
         try:  # the tree's own
-            from minigrad.runtime import parallel  # noqa: PLC0415
+            from minigrad.runtime import parallel
         except ImportError:  # a checkout from before minigrad/runtime/
-            from minigrad import parallel  # noqa: PLC0415
+            from minigrad import parallel
         _LIMITS.append(threadpool_limits(threads))
         parallel.set_num_threads(threads)
         if impl == "torch":
-            import torch  # noqa: PLC0415
+            import torch
             torch.set_num_threads(threads)
     step = train_step.build(train_step.CONFIGS[config], [impl])[impl]
     for _ in range(warmup):
@@ -128,11 +128,11 @@ def main(argv=None) -> int:
     print(f"config {args.config}: {args.turns} turns of {args.steps} steps per worker; "
           f"load average {os.getloadavg()[0]:.2f} at the end")
     width = max(len(label) for label in labels)
-    for label, med, low in zip(labels, medians, minima):
+    for label, med, low in zip(labels, medians, minima, strict=True):
         print(f"{label:<{width}}  median {statistics.median(med):8.1f} us  "
               f"min {min(low):8.1f} us")
-    for label, med in zip(labels[1:], medians[1:]):
-        ratios = [a / b for a, b in zip(med, medians[0])]
+    for label, med in zip(labels[1:], medians[1:], strict=True):
+        ratios = [a / b for a, b in zip(med, medians[0], strict=True)]
         print(f"{label} / {labels[0]}: paired median {statistics.median(ratios):.3f} "
               f"(turns {min(ratios):.3f}-{max(ratios):.3f})")
     return 0

@@ -34,17 +34,25 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from minigrad import F, Tensor# noqa: E402
+from minigrad import F, Tensor
 from minigrad.runtime import parallel
-from minigrad.runtime.heap import keep_heap  # noqa: E402
-from vit.model import manual  # noqa: E402
-from vit.model.tinyvit import TinyViT  # noqa: E402
+from minigrad.runtime.heap import keep_heap
+from vit.model import manual
+from vit.model.tinyvit import TinyViT
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from baselines import LR, make_autograd, make_torch  # noqa: E402
-from machine import (available, check_output_path, commit_line, git_commit,  # noqa: E402
-                     load_average, machine_info, now, write_json)
-import machine  # noqa: E402
+import machine
+from baselines import LR, make_autograd, make_torch
+from machine import (
+    available,
+    check_output_path,
+    commit_line,
+    git_commit,
+    load_average,
+    machine_info,
+    now,
+    write_json,
+)
 
 HEADER = f"{'config':<16} {'impl':<11} {'median ms':>10} {'min ms':>9} {'GFLOP/s':>8} " \
          f"{'% peak':>7} {'peak MB':>8} {'faults':>7}"

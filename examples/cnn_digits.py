@@ -27,14 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-import minigrad as mg
 from minigrad import F, Tensor, nn
 from vit.io.atomic import write_atomic
+from vit.model.losses import mixup
+from vit.model.normalizer import Normalizer
 from vit.train.augment import random_affine
 from vit.train.crossval import merged, stratified_folds
 from vit.train.data import load_digits
-from vit.model.losses import mixup
-from vit.model.normalizer import Normalizer
 from vit.train.loop import build_model, evaluate
 from vit.train.optimizer import build_optimizer
 from vit.train.options import TrainOptions
@@ -182,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                         results.append(r)
                         done.add(k)
                         text = json.dumps(results, indent=1)
-                        write_atomic(path, lambda f: f.write(text.encode()))
+                        write_atomic(path, lambda f: f.write(text.encode()))  # noqa: B023 (called at once)
     print(table([r for r in results if r["seed"] == args.seed and r["epochs"] == args.epochs]))
     return 0
 

@@ -17,10 +17,13 @@ ops (``ops/``); Tensor's array methods and the NumPy bridge (``methods``, ``nump
 ``numpy_options``, ``functional``); modules and optimizers (``nn/``, ``optim/``); the tools
 (``tools/``: ``gradcheck``, ``summary``).
 """
-from . import methods, numpy_api  # noqa: F401  (Tensor's array methods and NumPy protocols)
-from . import functional
+# First, for their effect: they attach Tensor's array methods (t + u, t.sum()) and NumPy's
+# protocols (np.exp(t)) to the class, before anything below can use them.
+from . import methods, numpy_api  # noqa: F401
+
+# isort: split
+from . import functional, nn, optim
 from . import functional as F
-from . import nn, optim
 from .defop import JointVJP, op, record
 from .gradmode import enable_grad, is_grad_enabled, no_grad
 from .runtime import heap

@@ -18,7 +18,8 @@ import inspect
 import math
 import numbers
 import reprlib
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -30,12 +31,16 @@ __all__ = [
 
 #: Values shown in messages: strings and other reprs cut to about 60 characters, containers
 #: to their first few items (``[0, 1, 2, 3, 4, 5, ...]``).
-_REPR = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+class _Repr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        return _int_text(x)
+
+
+_REPR = _Repr()  # (keyword arguments only from Python 3.12)
 for _attr, _n in (("maxlevel", 2), ("maxlist", 6), ("maxtuple", 6), ("maxset", 6),
                   ("maxfrozenset", 6), ("maxdict", 4), ("maxdeque", 6), ("maxarray", 6),
                   ("maxstring", 60), ("maxother", 60)):
     setattr(_REPR, _attr, _n)
-_REPR.repr_int = lambda value, level: _int_text(value)
 _BIG_INT = 10**30  # wider ints are shown by magnitude (str() of 4,300+ digits even raises)
 
 

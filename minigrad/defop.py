@@ -53,7 +53,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast, overload
 
 import numpy as np
 
@@ -62,7 +63,7 @@ from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
 from .tensor import Tensor
 
-__all__ = ["op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
+__all__ = ["op", "Op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
 
 _REAL_KINDS = "biuf"
 _ARRAYS = (Tensor, np.ndarray)
@@ -149,6 +150,12 @@ def _numbers_as_arrays(args: Sequence[Any], raw: list, checked: list) -> None:
                 raw[i] = np.asarray(raw[i])
 
 
+@overload
+def record(out: tuple, inputs: Sequence[Any], vjps: Any, name: str,
+           params: Sequence[str] = ()) -> tuple: ...
+@overload
+def record(out: np.ndarray | np.generic | float, inputs: Sequence[Any], vjps: Any, name: str,
+           params: Sequence[str] = ()) -> Tensor: ...
 def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
            params: Sequence[str] = ()) -> Tensor | tuple:
     """Wrap ``out`` in a Tensor and, if grad mode is on, record how to differentiate it.
@@ -186,7 +193,9 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     edges = []
     plain = True  # input k is edge k for every Tensor input (edges first, no constant Tensor)
     gap = False
-    for x, vjp in zip(inputs, vjps):
+    # (strict=False: the inputs past the last VJP are checked below, and VJPs past the
+    # last input given belong to parameters left at their defaults)
+    for x, vjp in zip(inputs, vjps, strict=False):
         if vjp is not None and isinstance(x, Tensor) and x.requires_grad:
             # the graph keeps the input's node, not the input tensor (and its array)
             edges.append((x if x._node is None else x._node, vjp))
@@ -297,8 +306,25 @@ def _as_output(out: Any, name: str) -> np.ndarray:
     return np.asarray(out)
 
 
-def op(forward: Callable | None = None, *, name: str | None = None,
-       arrays: int = 0) -> Callable:
+class Op(Protocol):
+    """What :func:`op` makes of a forward: the differentiable function, which returns a Tensor
+    (a tuple of them for an op with several outputs), with the forward itself and the name
+    the graph records."""
+
+    forward: Callable[..., Any]
+    op_name: str
+    is_op: bool
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+@overload
+def op(forward: Callable[..., Any], *, name: str | None = None, arrays: int = 0) -> Op: ...
+@overload
+def op(forward: None = None, *, name: str | None = None,
+       arrays: int = 0) -> Callable[[Callable[..., Any]], Op]: ...
+def op(forward: Callable[..., Any] | None = None, *, name: str | None = None,
+       arrays: int = 0) -> Op | Callable[[Callable[..., Any]], Op]:
     """Decorator turning ``forward(*arrays, **consts) -> (out, vjps)`` into a differentiable op.
 
     Use as ``@op`` or ``@op(name="...", arrays=2)``. The decorated function takes Tensors (or
@@ -338,7 +364,7 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     takes = tuple(signature.parameters)
 
     @functools.wraps(forward)
-    def apply(*args: Any, **kwargs: Any) -> Tensor:
+    def apply(*args: Any, **kwargs: Any) -> Tensor | tuple:
         if kwargs:
             if "dim" in kwargs or "keepdim" in kwargs:  # PyTorch's names: say NumPy's
                 refuse_torch_keywords(kwargs, opname, takes)
@@ -382,7 +408,8 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                             "positional)")
         return record(out, args, vjps, opname, positional)
 
-    apply.forward = forward
-    apply.op_name = opname
-    apply.is_op = True
-    return apply
+    made = cast(Op, apply)  # (what the three attributes below make it)
+    made.forward = forward
+    made.op_name = opname
+    made.is_op = True
+    return made

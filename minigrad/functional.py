@@ -7,7 +7,7 @@ import inspect as _inspect
 
 from . import ops as _ops
 from .checks import numpy_keywords as _numpy_keywords
-from .ops import *  # noqa: F401,F403
+from .ops import *  # noqa: F403
 from .ops import PUBLIC_OPS
 
 __all__ = list(PUBLIC_OPS)

@@ -11,7 +11,7 @@ import numpy as np
 __all__ = ["unbroadcast", "conform", "unshared"]
 
 
-def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
+def unbroadcast(g: np.ndarray | np.generic, shape: tuple) -> np.ndarray | np.generic:
     """Sum ``g`` over the axes that broadcasting added or stretched, giving an array of ``shape``.
 
     If ``x`` of shape ``shape`` was broadcast to ``g.shape`` in the forward pass, every copy of
@@ -100,7 +100,8 @@ def conform(gp: object, shape: tuple, dtype: np.dtype, op: str, i: int) -> np.nd
     return gp if type(gp) is np.ndarray else np.array(gp)
 
 
-def _unbroadcast_checked(g: np.ndarray, shape: tuple, op: str) -> np.ndarray:
+def _unbroadcast_checked(g: np.ndarray | np.generic, shape: tuple,
+                         op: str) -> np.ndarray | np.generic:
     """``unbroadcast``, with an error naming the op when its VJP returned a wrong shape."""
     try:
         return unbroadcast(g, shape)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "grad_mode"]
 

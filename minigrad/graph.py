@@ -11,12 +11,12 @@ back to the input's shape, the one place where the engine undoes broadcasting fo
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-
-from .gradients import conform, unbroadcast, unshared
+from .gradients import conform, unshared
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensor import Tensor
@@ -87,8 +87,12 @@ class Node:
 
     __slots__ = ("op", "edges", "shape", "dtype", "retained", "cell", "stamp", "positions",
                  "constants", "specs", "index", "joint")
+    # An np.dtype and a version cell (a list), or for the node of a multi-output op a tuple
+    # of each, one per output; ``record`` sets them right after making the node.
+    dtype: Any
+    cell: Any
 
-    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype,
+    def __init__(self, op: str, edges: tuple, shape: tuple, dtype: np.dtype | tuple | None,
                  cell: list | tuple | None = None, positions: tuple | None = None,
                  constants: tuple = (), specs: tuple | None = None,
                  index: int | None = None, joint: Joint | None = None) -> None:
@@ -114,7 +118,7 @@ def toposort(roots: Node | Sequence[Node], released_ok: bool = False) -> list:
     listed without its inputs."""
     order = []
     seen = set()
-    stack = [(roots, False)] if type(roots) is Node else [(r, False) for r in reversed(roots)]
+    stack = [(roots, False)] if isinstance(roots, Node) else [(r, False) for r in reversed(roots)]
     stamp = _stamp[0]
     while stack:
         node, expanded = stack.pop()
@@ -168,12 +172,12 @@ def input_position(node: Node, edge: int) -> int:
     return edge if node.positions is None else node.positions[edge]
 
 
-def _shape_of(parent) -> tuple:
-    return (parent.shape, parent.dtype) if type(parent) is Node else \
+def _shape_of(parent: Node | Tensor) -> tuple[tuple, Any]:
+    return (parent.shape, parent.dtype) if isinstance(parent, Node) else \
         (parent.data.shape, parent.data.dtype)
 
 
-def _modified(node: Node, what: str, shape: tuple, dtype: np.dtype, cell: list) -> RuntimeError:
+def _modified(node: Node, what: str, shape: tuple, dtype: Any, cell: list) -> RuntimeError:
     return RuntimeError(
         f"backward through op '{node.op}': {what} (shape {shape}, {dtype}) was modified in "
         f"place after the op recorded it (its version is now {cell[1]}): an optimizer.step(), "
@@ -208,8 +212,9 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
     """``backward`` of several tensors at once, as of Σ_k <roots[k], grads[k]>: one sweep,
     each node's VJPs called once (``torch.autograd.backward`` with several tensors).
     ``grads[k]`` has the shape and dtype of ``roots[k]``; leaf roots get it added to ``.grad``."""
-    nodes, start = [], {}
-    for root, grad in zip(roots, grads):
+    nodes: list[Node] = []
+    start: dict[Node, np.ndarray] = {}
+    for root, grad in zip(roots, grads, strict=True):
         if root._node is None:
             continue
         key = root._node
@@ -219,7 +224,7 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
             nodes.append(root._node)
             start[key] = grad
     order = toposort(nodes) if nodes else []
-    for root, grad in zip(roots, grads):
+    for root, grad in zip(roots, grads, strict=True):
         if root._node is None:  # a leaf: d(root)/d(root) is the identity
             _accumulate_leaf(root, grad, owned=False)
     _sweep(order, start, retain_graph)
@@ -247,10 +252,10 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
         specs = node.specs
         if specs is not None:
             g = tuple(np.zeros(shape, dtype) if gk is None else gk
-                      for gk, (shape, dtype) in zip(g, specs))
+                      for gk, (shape, dtype) in zip(g, specs, strict=True))
         joint = node.joint
         if joint is not None:
-            results = _joint_results(node, g)
+            results = _joint_results(node, joint, g)
             positions = node.positions
         for k, (parent, vjp) in enumerate(node.edges):
             if joint is None:
@@ -296,9 +301,9 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
             node.edges = node.joint = None
 
 
-def _joint_results(node: Node, g) -> list:
+def _joint_results(node: Node, joint: Joint, g) -> list:
     """The gradients of a JointVJP node's inputs, as a list (one entry per input)."""
-    gradients, needed = node.joint
+    gradients, needed = joint
     results = gradients(g, needed)
     if not isinstance(results, (list, tuple)) or len(results) < len(needed):
         got = f"{len(results)} gradients" if isinstance(results, (list, tuple)) else \

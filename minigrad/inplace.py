@@ -8,7 +8,8 @@ refuses and ``t += v`` is recorded out of place, as ``t = t + v``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -34,9 +34,13 @@ def _array_like(x: Any) -> bool:
     return isinstance(x, _ARRAY_LIKE)
 
 
-class TensorMethods:
+class TensorMethods:  # noqa: PLW1641 (unhashed itself; Tensor keeps object.__hash__)
     """The array methods of :class:`minigrad.Tensor` (copied onto it below); every one
     forwards to ``minigrad.ops``."""
+
+    # ``self`` is always a Tensor, these methods being copied onto it; mypy sees a
+    # TensorMethods (Tensor's base class to a type checker), hence the ignores on the calls
+    # that take a Tensor.
 
     # ---- operators
     def __add__(self, other): return _ops.add(self, other)
@@ -56,24 +60,36 @@ class TensorMethods:
     def __neg__(self): return _ops.neg(self)
     def __pos__(self): return self
     def __abs__(self): return _ops.abs(self)
-    def __getitem__(self, index): return _ops.getitem(self, index)
+    def __getitem__(self, index): return _ops.getitem(self, index)  # type: ignore[arg-type]
 
     # ---- in-place writes (Tensor's docstring says when each is allowed; minigrad/inplace.py)
     def __setitem__(self, index: Any, value: Any) -> None:
         """``t[index] = value``: NumPy's assignment into ``data`` (values cast to t's dtype);
         bumps the version."""
-        inplace.setitem(self, index, value)
+        inplace.setitem(self, index, value)  # type: ignore[arg-type]
 
     # ``t += v``: NumPy's same-kind casting into t's dtype, or, where the result must be
     # recorded, the op out of place (the name is rebound to its result)
-    def __iadd__(self, other): return inplace.update(self, other, np.add, "+=", _ops.add)
-    def __isub__(self, other): return inplace.update(self, other, np.subtract, "-=", _ops.sub)
-    def __imul__(self, other): return inplace.update(self, other, np.multiply, "*=", _ops.mul)
+    def __iadd__(self, other):
+        return inplace.update(self, other, np.add, "+=", _ops.add)  # type: ignore[arg-type]
+
+    def __isub__(self, other):
+        return inplace.update(self, other, np.subtract, "-=", _ops.sub)  # type: ignore[arg-type]
+
+    def __imul__(self, other):
+        return inplace.update(self, other, np.multiply, "*=", _ops.mul)  # type: ignore[arg-type]
+
     def __itruediv__(self, other):
-        return inplace.update(self, other, np.true_divide, "/=", _ops.div)
-    def __ipow__(self, other): return inplace.update(self, other, np.power, "**=", _ops.pow)
-    def __imod__(self, other): return inplace.update(self, other, np.remainder, "%=", _ops.mod)
-    def __imatmul__(self, other): return inplace.update(self, other, np.matmul, "@=", _ops.matmul)
+        return inplace.update(self, other, np.true_divide, "/=", _ops.div)  # type: ignore[arg-type]
+
+    def __ipow__(self, other):
+        return inplace.update(self, other, np.power, "**=", _ops.pow)  # type: ignore[arg-type]
+
+    def __imod__(self, other):
+        return inplace.update(self, other, np.remainder, "%=", _ops.mod)  # type: ignore[arg-type]
+
+    def __imatmul__(self, other):
+        return inplace.update(self, other, np.matmul, "@=", _ops.matmul)  # type: ignore[arg-type]
 
     # Comparisons give bool tensors and are not differentiable.
     def __lt__(self, other): return _ops.less(self, other)
@@ -95,7 +111,9 @@ class TensorMethods:
 
     # ---- reductions and scans
     def sum(self, axis=None, *, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
-    def mean(self, axis=None, *, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, *, keepdims=False):
+        return _ops.mean(self, axis=axis, keepdims=keepdims)
+
     def max(self, axis=None, *, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
     def min(self, axis=None, *, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
     def prod(self, axis=None, *, keepdims=False): return _ops.prod(self, axis, keepdims)
@@ -156,9 +174,10 @@ class TensorMethods:
         return _ops.reshape(self, shape[0] if len(shape) == 1 else shape)
 
     def transpose(self, *axes):
+        order: Any = axes
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return _ops.transpose(self, axes or None)
+            order = axes[0]
+        return _ops.transpose(self, order or None)
 
     permute = transpose
 

@@ -9,13 +9,22 @@ an array cut from the graph. A Tensor that requires grad never becomes an ndarra
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from . import ops
-from .numpy_options import (cast, is_default, no_out, not_differentiable, numpy_name, options,
-                            shape_of, unsupported)
+from .numpy_options import (
+    cast,
+    is_default,
+    no_out,
+    not_differentiable,
+    numpy_name,
+    options,
+    shape_of,
+    unsupported,
+)
 from .tensor import Tensor, as_tensor
 
 __all__ = ["UFUNCS", "COMPARISONS", "REDUCTIONS", "FUNCTIONS", "METADATA", "RequiresGradError",
@@ -75,12 +84,13 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if method == "reduce" and ufunc in REDUCTIONS:
         return _reduce(name, REDUCTIONS[ufunc], *inputs, **kwargs)
     binary = ufunc in UFUNCS and ufunc.nin == 2 and ufunc is not np.matmul
-    if not (method == "__call__" and (ufunc in UFUNCS or ufunc in COMPARISONS)
-            or method == "outer" and binary):
+    if not ((method == "__call__" and (ufunc in UFUNCS or ufunc in COMPARISONS))
+            or (method == "outer" and binary)):
         raise not_differentiable(name, len(inputs) == 1 and not kwargs)
     no_out(name, kwargs.get("out"))
     for arg, value in kwargs.items():
-        if arg != "out" and (arg not in _UFUNC_DEFAULTS or not is_default(value, _UFUNC_DEFAULTS[arg])):
+        if arg != "out" and (arg not in _UFUNC_DEFAULTS
+                             or not is_default(value, _UFUNC_DEFAULTS[arg])):
             raise unsupported(name, arg, value)  # axes=, keepdims= of matmul too
     if ufunc in COMPARISONS:  # the first operand as a Tensor, so Tensor's operator runs
         return COMPARISONS[ufunc](as_tensor(inputs[0]), inputs[1])

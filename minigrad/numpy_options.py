@@ -87,7 +87,7 @@ def is_default(value: Any, default: Any) -> bool:
     """``value`` is the option's default (NumPy's own True and equal strings included)."""
     if default is True:
         return value is True or value is np.True_
-    return value is default or isinstance(value, str) and value == default
+    return value is default or (isinstance(value, str) and value == default)
 
 
 def cast(a: Any, dtype: Any) -> Any:

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import copy
-
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
@@ -13,10 +13,18 @@ from .arrays import as_data, check_dtype
 from .checks import boolean
 from .graph import Node
 
+if TYPE_CHECKING:
+    # The operators and NumPy-named methods are attached to Tensor by minigrad/methods.py,
+    # which sits above the ops and so cannot be imported here; to a type checker they are
+    # Tensor's base class, so that ``t + u`` and ``t.sum()`` are checked.
+    from .methods import TensorMethods as _Methods
+else:
+    _Methods = object
+
 __all__ = ["Tensor", "tensor", "as_tensor"]
 
 
-class Tensor:
+class Tensor(_Methods):
     """An n-dimensional array that records the ops applied to it, for reverse-mode autodiff.
 
     ``Tensor(data)`` wraps ``np.asarray(data)`` without copying it (as ``np.asarray`` and
@@ -30,8 +38,9 @@ class Tensor:
     operators, an optimizer's ``step()``); a view made by an op (``reshape``, ``t[:2]``,
     ``detach()``, ``Tensor(t)``) shares the counter of the tensor it views. Every recorded
     op notes the versions of its Tensor inputs and of its output, and ``backward()``
-    refuses, naming the op and the input, if one changed since. Writes into ``t.data`` itself (``t.data[0] = 1``,
-    NumPy functions with ``out=t.data``) bypass the counter, as in PyTorch; call
+    refuses, naming the op and the input, if one changed since. Writes into ``t.data``
+    itself (``t.data[0] = 1``, NumPy functions with ``out=t.data``) bypass the counter, as
+    in PyTorch; call
     ``bump_version()`` after such a write to have it checked. Two Tensors made separately
     from one ndarray (``Tensor(arr)`` twice) do not share a counter, as two
     ``torch.from_numpy(arr)`` calls do not: a write through one is not seen by a graph that
@@ -63,6 +72,15 @@ class Tensor:
     """
 
     __slots__ = ("data", "grad", "requires_grad", "_node", "_version", "__weakref__")
+    data: np.ndarray
+    grad: np.ndarray | None
+    requires_grad: bool
+    _node: Node | None
+    _version: list  # [write stamp of the last in-place write, writes], shared with views
+    # NumPy's protocols (np.exp(t), np.asarray(t)), attached by minigrad/numpy_api.py
+    __array_ufunc__: Callable[..., Any]
+    __array_function__: Callable[..., Any]
+    __array__: Callable[..., np.ndarray]
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
         original = data if isinstance(data, Tensor) else None
@@ -70,12 +88,14 @@ class Tensor:
         data = as_data(given, dtype, copy=False)
         check_dtype(data, boolean("requires_grad", requires_grad), given)
         self.data = data
-        self.grad: np.ndarray | None = None
+        self.grad = None
         self.requires_grad = bool(requires_grad)
-        self._node: Node | None = None
+        self._node = None
         # one cell, shared with the views ops make of this tensor (and Tensor(t), t's data)
-        shared = isinstance(given, np.ndarray) and original is not None and data is given
-        self._version = original._version if shared else [0, 0]
+        if original is not None and isinstance(given, np.ndarray) and data is given:
+            self._version = original._version
+        else:
+            self._version = [0, 0]
 
     @staticmethod
     def _make(data: np.ndarray, node: Node | None = None, version: list | None = None) -> Tensor:
@@ -179,7 +199,7 @@ class Tensor:
         t._version = [0, 0]
         return t
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         """A leaf pickles as ``Tensor(data, requires_grad)``; ``.grad`` is not kept, as in
         PyTorch. A non-leaf refuses (its graph holds functions that cannot be pickled)."""
         if self._node is not None:

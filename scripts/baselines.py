@@ -33,7 +33,8 @@ def models() -> dict:
         from sklearn.neighbors import KNeighborsClassifier
         from sklearn.svm import SVC
     except ImportError:
-        raise SystemExit("scripts/baselines.py needs scikit-learn: pip install -e .[baselines]")
+        raise SystemExit("scripts/baselines.py needs scikit-learn: "
+                         "pip install -e .[baselines]") from None
     return {"SVM, SVC(gamma=0.001)": lambda: SVC(gamma=0.001),
             "1-NN": lambda: KNeighborsClassifier(n_neighbors=1),
             "logistic regression": lambda: LogisticRegression(max_iter=10000)}

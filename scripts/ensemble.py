@@ -19,9 +19,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vit.train.checkpoint import load_checkpoint  # noqa: E402
-from vit.train.runfolder import CHECKPOINT  # noqa: E402
-from vit.train.data import load_data  # noqa: E402
+from vit.train.checkpoint import load_checkpoint
+from vit.train.data import load_data
+from vit.train.runfolder import CHECKPOINT
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

@@ -53,7 +53,8 @@ def table() -> str:
     anchors = sections()
     lines = ["| family | op | what it computes | backward |", "|---|---|---|---|"]
     for module, name, summary, n in sorted(rows(), key=lambda r: (r[0], PUBLIC_OPS.index(r[1]))):
-        link = f"[§{n}](backward.md#{anchors[n]})"  # relative to docs/ if n in anchors else "(none)"
+        # (the link is relative to docs/, where the table is)
+        link = f"[§{n}](backward.md#{anchors[n]})" if n in anchors else "(none)"
         summary = summary.replace("|", "\\|")
         lines.append(f"| `{module}` | `F.{name}` | {summary} | {link} |")
     return "\n".join(lines)

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -61,9 +60,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from vit.io.npz import load_npz  # noqa: E402
 from vit.train.crossval import FOLD_SEED, merged, stratified_folds  # noqa: E402
 from vit.train.data import DIGITS_PATH, load_digits, stratified_split  # noqa: E402
-from vit.io.npz import load_npz  # noqa: E402
 
 VAL_FRACTION = 0.2
 VAL_SEED = 123
@@ -213,7 +212,7 @@ def cv_search(names: list[str], seeds: list[int], root: Path, json_path: Path | 
         runs = [run_one(OLD_DEFAULT + flags, s, root / "cv" / f"{slug}-f{i}-s{s}", path,
                         reuse=True) for i, (path, _, _) in enumerate(splits) for s in seeds]
         sizes = [n for _, _, n in splits for _ in seeds]
-        correct = sum(round(r["acc"] * n) for r, n in zip(runs, sizes))
+        correct = sum(round(r["acc"] * n) for r, n in zip(runs, sizes, strict=True))
         rows.append({"name": name, "flags": " ".join(flags), "accs": [r["acc"] for r in runs],
                      "val_acc": correct / sum(sizes), "correct": correct, "n": sum(sizes),
                      "wall_s": statistics.median(r["wall_s"] for r in runs)})

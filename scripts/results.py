@@ -18,11 +18,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's vit
-from vit.train.runfolder import read_metrics  # noqa: E402
+from vit.train.runfolder import read_metrics
 
 #: name -> (what it shows, the train options beyond --seed/--out)
 EXPERIMENTS: dict[str, tuple[str, list[str]]] = {
@@ -88,7 +88,7 @@ def main() -> None:
     print(f"| experiment | command (`--seed S`, S in {seeds}) | test acc. (median) | per seed | "
           "s / epoch | wall s |")
     print("|---|---|---|---|---|---|")
-    for name, r in results.items():
+    for r in results.values():
         accs = [x["acc"] for x in r["runs"]]
         cmd = " ".join(["python -m vit train", *r["options"]])
         print(f"| {r['what']} | `{cmd}` | {100 * statistics.median(accs):.2f}% | "

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .module import Module
 
@@ -49,8 +50,8 @@ class Sequential(ModuleList):
             for name, module in modules[0].items():
                 self.add_module(name, module)
         else:
-            for module in modules:
-                self.append(module)
+            for module in modules:  # (an OrderedDict among several: append refuses it)
+                self.append(module)  # type: ignore[arg-type]
 
     def __getitem__(self, index: int | slice) -> Module | Sequential:
         items = list(self._modules.values())

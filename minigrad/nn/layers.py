@@ -69,6 +69,8 @@ class LayerNorm(Module):
         self.eps = checks.real("eps", eps, low=0.0, low_open=True, owner="LayerNorm")
         # the dtype it computes in, weights or not
         self.dtype = dtype = checks.floating_dtype("dtype", dtype, owner="LayerNorm")
+        self.weight: Parameter | None
+        self.bias: Parameter | None
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_dim, dtype=dtype))
             self.bias = Parameter(np.zeros(self.normalized_dim, dtype=dtype))

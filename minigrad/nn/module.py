@@ -8,7 +8,8 @@ plain NumPy arrays.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterator, Mapping, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,6 +41,13 @@ class Module:
     before assigning parameters or sub-modules.
     """
 
+    # Set by __init__ through object.__setattr__ (this class's own registers what it is given).
+    _parameters: Registry
+    _modules: Registry
+    _buffers: OrderedDict[str, np.ndarray | None]
+    _non_persistent: set[str]
+    training: bool
+
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", Registry())
         object.__setattr__(self, "_modules", Registry())
@@ -57,7 +65,8 @@ class Module:
                                else Registry(value))
             changed()
             return
-        registries = self.__dict__.get("_parameters"), self.__dict__.get("_modules")
+        registries: tuple[Any, Any] = (self.__dict__.get("_parameters"),
+                                       self.__dict__.get("_modules"))
         if registries[0] is None:
             if isinstance(value, (Parameter, Module)):
                 raise AttributeError(

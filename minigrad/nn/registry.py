@@ -7,6 +7,7 @@ found, under the token it found it, until the next change anywhere.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 __all__ = ["Registry", "structure", "changed"]
 
@@ -82,7 +83,9 @@ class Registry(OrderedDict):
         finally:
             changed()
 
-    def __ior__(self, other):
+    # (|= returns the Registry itself, as dict's does; typeshed's OrderedDict.__or__ has an
+    # overload returning a plain OrderedDict, which mypy takes for a conflict)
+    def __ior__(self, other: Any) -> Registry:  # type: ignore[misc]
         try:
             return super().__ior__(other)
         finally:

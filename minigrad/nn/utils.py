@@ -8,7 +8,7 @@ same convention as the optimizers, which never modify ``p.grad``).
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -18,7 +18,9 @@ from ..tensor import Tensor
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
 
-def _with_grads(parameters: Tensor | Iterable[Tensor], owner: str) -> list[Tensor]:
+def _with_grads(parameters: Tensor | Iterable[Tensor],
+                owner: str) -> list[tuple[Tensor, np.ndarray]]:
+    """The parameters that have a gradient, each with it."""
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     try:
@@ -29,7 +31,7 @@ def _with_grads(parameters: Tensor | Iterable[Tensor], owner: str) -> list[Tenso
     for i, p in enumerate(params):
         if not isinstance(p, Tensor):
             raise TypeError(f"{owner} parameters[{i}]: got {type(p).__name__}; expected a Tensor")
-    return [p for p in params if p.grad is not None]
+    return [(p, p.grad) for p in params if p.grad is not None]
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
@@ -54,7 +56,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     params = _with_grads(parameters, owner)
     if not params:
         return 0.0
-    norms = [np.linalg.norm(np.asarray(p.grad, np.float64).ravel(), ord=q) for p in params]
+    norms = [np.linalg.norm(np.asarray(g, np.float64).ravel(), ord=q) for _, g in params]
     total = float(np.max(norms) if q == math.inf else np.linalg.norm(norms, ord=q))
     if error_if_nonfinite and not math.isfinite(total):
         raise ValueError(f"{owner}: the total norm of order {norm_type} of the gradients is "
@@ -62,10 +64,9 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     coef = min(max_norm / (total + 1e-6), 1.0)
     if coef < 1.0 or not math.isfinite(total):
         with np.errstate(invalid="ignore"):  # inf * 0 = NaN, as torch gives
-            for p in params:  # in float64, rounded once: c rounded to float16 first is 0
+            for p, g in params:  # in float64, rounded once: c rounded to float16 first is 0
                 # for c < 6e-8, and the clipped gradient 0 where it is a normal number
-                p.grad = np.multiply(p.grad, coef, dtype=np.float64).astype(p.grad.dtype,
-                                                                             copy=False)
+                p.grad = np.multiply(g, coef, dtype=np.float64).astype(g.dtype, copy=False)
     return total
 
 
@@ -74,5 +75,5 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -
     g ← min(max(g, -c), c). Parameters whose ``.grad`` is None are skipped."""
     owner = "clip_grad_value_"
     c = checks.real("clip_value", clip_value, low=0.0, owner=owner)
-    for p in _with_grads(parameters, owner):
-        p.grad = np.clip(p.grad, -c, c).astype(p.grad.dtype, copy=False)
+    for p, g in _with_grads(parameters, owner):
+        p.grad = np.clip(g, -c, c).astype(g.dtype, copy=False)

@@ -4,6 +4,8 @@ One module per family; ``PUBLIC_OPS`` lists the differentiable ones family by fa
 test suite checks each one's gradient; ``tests/minigrad/op_cases/<family>.py`` holds their
 cases).
 """
+from typing import TYPE_CHECKING
+
 from .elementwise import (
     abs, add, astype, clip, div, equal, exp, greater, greater_equal, less, less_equal, log,
     maximum, minimum, mul, neg, not_equal, pow, relu, sigmoid, sqrt, sub, tanh, where,
@@ -70,5 +72,9 @@ PUBLIC_OPS = (
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
-__all__ = (list(PUBLIC_OPS) + list(INDEX_REDUCTIONS) + list(COMPARISONS)
-           + ["one_hot", "PUBLIC_OPS", "INDEX_REDUCTIONS", "COMPARISONS"])
+# mypy reads only an __all__ written as a literal list, and would see none of the ops in
+# ``from .ops import *`` (minigrad.functional); without an __all__ it takes every public
+# name of this module, the ops among them.
+if not TYPE_CHECKING:
+    __all__ = (list(PUBLIC_OPS) + list(INDEX_REDUCTIONS) + list(COMPARISONS)
+               + ["one_hot", "PUBLIC_OPS", "INDEX_REDUCTIONS", "COMPARISONS"])

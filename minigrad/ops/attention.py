@@ -11,18 +11,17 @@ docs/backward.md §12 derives the VJP, §32 that of ``scaled_dot_product_attenti
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from typing import Any
-
 from ..checks import boolean, real
+from ..defop import op
 from ..runtime.blas import one_blas_thread
 from ..runtime.parallel import BLAS_THREADED_FLOPS, for_each_block
-from ..defop import op
+from ..runtime.rowwise import row_max, row_sum
 from ..tensor import Tensor
 from .bounds import check_output, elements
-from ..runtime.rowwise import row_max, row_sum
 
 __all__ = ["self_attention", "attention_weights", "scaled_dot_product_attention"]
 

@@ -7,7 +7,7 @@ them to go beyond.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["MAX_OUTPUT_ELEMENTS", "MAX_SCORES", "MAX_EINSUM_STEPS", "MAX_OPTIMAL_OPERANDS",
            "elements", "check_output"]

@@ -15,13 +15,13 @@ import numpy as np
 
 from ..checks import integer, real
 from ..defop import as_array_input, as_floating, op
-from .losses import reduce_loss, reduction_mode
 from .activations import log_softmax, log_softmax_array
+from .losses import reduce_loss, reduction_mode
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
-    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["nll_loss", "cross_entropy"]
 

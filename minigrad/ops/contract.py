@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import string
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from . import bounds
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # pragma: no cover
-    from numpy.core.numeric import normalize_axis_tuple
+    from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["einsum", "tensordot", "outer", "inner"]
 
@@ -52,11 +53,11 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
         raise ValueError(f"einsum operands: got {len(shapes)} for the {len(terms)} terms of "
                          f"{subscripts!r}; expected one operand per term")
     rank = []
-    for i, (t, shape) in enumerate(zip(terms, shapes)):
+    for i, (t, shape) in enumerate(zip(terms, shapes, strict=True)):
         labels = t.replace("...", "", 1)
         if "." in labels:
             raise _bad(subscripts, f"expected '...' at most once per term, not {t!r}")
-        if len(labels) > len(shape) or "..." not in t and len(labels) != len(shape):
+        if len(labels) > len(shape) or ("..." not in t and len(labels) != len(shape)):
             raise ValueError(f"einsum operands[{i}]: got shape {shape} for the term {t!r}; "
                              f"expected {len(labels)} dimensions"
                              + (" or more" if "..." in t else ""))
@@ -67,7 +68,7 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
     if len(ellipsis) < width:
         raise _bad(subscripts, f"it leaves {len(ellipsis)} unused letters for the {width} "
                    "dimensions of '...'; expected at most 52 labels in all")
-    ops = [t.replace("...", ellipsis[width - r:]) for t, r in zip(terms, rank)]
+    ops = [t.replace("...", ellipsis[width - r:]) for t, r in zip(terms, rank, strict=True)]
     if arrow:
         if out.count("...") > 1 or "." in out.replace("...", ""):
             raise _bad(subscripts, "expected '...' at most once in the output")
@@ -89,8 +90,8 @@ def _parse(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[str], str]:
 def _sizes(ops: Sequence[str], shapes: Sequence[tuple]) -> dict:
     """Each label's size: its one size other than 1 (NumPy broadcasts the 1s)."""
     sizes: dict = {}
-    for i, (labels, shape) in enumerate(zip(ops, shapes)):
-        for c, n in zip(labels, shape):
+    for i, (labels, shape) in enumerate(zip(ops, shapes, strict=True)):
+        for c, n in zip(labels, shape, strict=True):
             m = sizes.get(c, 1)
             if n != 1 and m != 1 and n != m:
                 raise ValueError(f"einsum operands[{i}]: label {c!r} has size {n} there and "

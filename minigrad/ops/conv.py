@@ -31,13 +31,13 @@ def windows(xp: np.ndarray, kernel, stride, dilation) -> np.ndarray:
 def out_size(op_name: str, size, pads, kernel, dilation, stride) -> tuple[int, int]:
     """(Ho, Wo) = ((H + pads - d·(k - 1) - 1) // s + 1, ...), or a ValueError if a kernel
     (dilated) is bigger than the padded input."""
-    padded = tuple(n + p0 + p1 for n, (p0, p1) in zip(size, pads))
-    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    if any(e > n for e, n in zip(span, padded)):
+    padded = tuple(n + p0 + p1 for n, (p0, p1) in zip(size, pads, strict=True))
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
+    if any(e > n for e, n in zip(span, padded, strict=True)):
         raise ValueError(f"{op_name}: got a kernel spanning {span} (kernel {kernel}, dilation "
                          f"{dilation}) over a padded input of size {padded} (input {size}); "
                          "expected the kernel to fit inside the padded input")
-    return tuple((n - e) // s + 1 for n, e, s in zip(padded, span, stride))
+    return tuple((n - e) // s + 1 for n, e, s in zip(padded, span, stride, strict=True))
 
 
 def _conv_padding(padding, kernel, dilation, stride, op_name):
@@ -51,7 +51,7 @@ def _conv_padding(padding, kernel, dilation, stride, op_name):
             if any(s != 1 for s in stride):
                 raise ValueError(f"{op_name} padding: got 'same' with stride {stride}; expected "
                                  "stride 1 (PyTorch's rule) or a number for padding")
-            total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+            total = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
             return tuple((t // 2, t - t // 2) for t in total)
         raise ValueError(f"{op_name} padding: got {padding!r}; expected 'valid', 'same', "
                          "an int >= 0 or a tuple of them")
@@ -235,7 +235,7 @@ def pad(x, pad_width, mode="constant", value=0.0):
                              "widths (a 0-d array has no axis to pad: np.pad returns it "
                              "unchanged, torch refuses)")
         return x.copy(), lambda g: g
-    for axis, (n, (b, a)) in enumerate(zip(x.shape, pairs)):
+    for axis, (n, (b, a)) in enumerate(zip(x.shape, pairs, strict=True)):
         if mode != "constant" and n == 0 and b + a:
             raise ValueError(f"pad pad_width: got {pairs[axis]} for empty axis {axis} with mode "
                              f"{mode!r}; expected 0 (there is nothing to copy)")
@@ -247,13 +247,15 @@ def pad(x, pad_width, mode="constant", value=0.0):
                              "mirror leaves out the edge element, as torch requires; mode "
                              "'edge' or 'constant' pads further)")
     kw = {"constant_values": value} if mode == "constant" else {}
-    check_output("pad", "pad_width", elements(n + b + a for n, (b, a) in zip(x.shape, pairs)),
+    check_output("pad", "pad_width",
+                 elements(n + b + a for n, (b, a) in zip(x.shape, pairs, strict=True)),
                  f"{pairs} around shape {x.shape}")
-    y = np.pad(x, pairs, mode=mode, **kw)
+    # (mode is one of _PAD_MODES, checked above; to mypy a str, not np.pad's Literal)
+    y = np.pad(x, pairs, mode=mode, **kw)  # type: ignore[call-overload]
     shape = x.shape
 
     def vjp(g):
-        for axis, (n, (b, a)) in enumerate(zip(shape, pairs)):
+        for axis, (n, (b, a)) in enumerate(zip(shape, pairs, strict=True)):
             if b + a == 0:
                 continue
             lead = (slice(None),) * axis
@@ -262,7 +264,7 @@ def pad(x, pad_width, mode="constant", value=0.0):
                 g = inner
                 continue
             # the source index of every output position along this axis, by NumPy's own rule
-            src = np.pad(np.arange(n), (b, a), mode=mode)
+            src = np.pad(np.arange(n), (b, a), mode=mode)  # type: ignore[call-overload]
             outside = np.r_[0:b, b + n:b + n + a]
             g_axis = inner.copy()
             np.add.at(g_axis, lead + (src[outside],), np.take(g, outside, axis=axis))

@@ -19,7 +19,7 @@ from .bounds import check_output, elements
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
-    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["getitem", "take_along_axis", "put_along_axis", "diagonal", "trace", "one_hot",
            "IndexRangeError"]

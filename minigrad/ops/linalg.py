@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from ..runtime.parallel import BLAS_THREADED_FLOPS, for_each_part
 from ..defop import op
+from ..runtime.parallel import BLAS_THREADED_FLOPS, for_each_part
 
 __all__ = ["matmul", "linear"]
 

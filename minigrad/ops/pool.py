@@ -23,7 +23,7 @@ def _pool_args(x, kernel_size, stride, padding, op_name):
     kernel = int_tuple(kernel_size, 2, op_name, "kernel_size", 1)
     stride = kernel if stride is None else int_tuple(stride, 2, op_name, "stride", 1)
     padding = int_tuple(padding, 2, op_name, "padding", 0)
-    if any(2 * p > k for p, k in zip(padding, kernel)):
+    if any(2 * p > k for p, k in zip(padding, kernel, strict=True)):
         raise ValueError(f"{op_name} padding: got {padding} for kernel_size {kernel}; expected "
                          "at most half the kernel size (so that no window is all padding)")
     x4 = x[None] if x.ndim == 3 else x

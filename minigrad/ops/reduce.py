@@ -5,6 +5,7 @@ reduced, as in NumPy's ufunc reductions), none for mean, var, std and norm (NumP
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..tensor import Tensor
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # pragma: no cover
-    from numpy.core.numeric import normalize_axis_tuple
+    from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["sum", "mean", "max", "min", "var", "std", "prod", "norm", "logsumexp",
            "argmax", "argmin", "any", "all"]
@@ -204,7 +205,7 @@ def _norm_axes(x, ord, axis):
             raise ValueError(f"norm x: got {x.ndim} dimensions with ord={ord!r} and axis=None; "
                              "expected 1 or 2 dimensions (or pass axis)")
         return tuple(range(x.ndim)), x.ndim == 2
-    axes = normalize_axis_tuple((axis,) if isinstance(axis, (int, np.integer)) else axis,
+    axes = normalize_axis_tuple((int(axis),) if isinstance(axis, (int, np.integer)) else axis,
                                 x.ndim, "norm axis")
     if len(axes) not in (1, 2):
         raise ValueError(f"norm axis: got {axis!r}; expected one axis (a vector norm) or two "
@@ -254,7 +255,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         raise ValueError(f"norm ord: got {ord!r} for a vector norm; expected None, a number, "
                          "inf or -inf")
     rescue = 0 < p < np.inf and x.size  # Σ|x|^p out of range is recomputed just below
-    with np.errstate(**({"over": "ignore", "under": "ignore"} if rescue else {})):
+    with np.errstate(over="ignore", under="ignore") if rescue else contextlib.nullcontext():
         out = np.linalg.norm(x, ord=ord, axis=None if axis is None else axes,
                              keepdims=keepdims)
     out = np.asarray(out, dtype=x.dtype)
@@ -341,7 +342,7 @@ def logsumexp(x, axis=None, keepdims=False):
     s = np.sum(e, axis=axis, keepdims=True)
     with np.errstate(divide="ignore"):  # log 0 = -inf: the empty sum, as torch and NumPy
         y_kept = m + np.log(s)
-    y = y_kept if keepdims or axis is None and x.ndim == 0 else np.squeeze(y_kept, axis=axis)
+    y = y_kept if keepdims or (axis is None and x.ndim == 0) else np.squeeze(y_kept, axis=axis)
 
     def vjp(g):
         if not keepdims:

@@ -15,7 +15,7 @@ from ..defop import as_floating, op
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
-    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 
 __all__ = ["cumsum", "cumprod", "logcumsumexp"]
 

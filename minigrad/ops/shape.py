@@ -1,7 +1,8 @@
 """Ops that move elements without changing them: their VJPs move the gradient back."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from ..defop import as_array_input, op, record
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
-    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 from ..tensor import Tensor
 from .bounds import check_output, elements
 from .indexing import getitem
@@ -115,8 +116,8 @@ def broadcast_to(a, shape):
         out = np.broadcast_to(a, shape)
     except ValueError:
         raise ValueError(f"broadcast_to: cannot broadcast an array of shape {np.shape(a)} to "
-                         f"{tuple(np.atleast_1d(shape).tolist())}; expected a shape it broadcasts to") \
-            from None
+                         f"{tuple(np.atleast_1d(shape).tolist())}; expected a shape it "
+                         "broadcasts to") from None
     return out, lambda g: g
 
 
@@ -128,7 +129,8 @@ def _sequence_inputs(tensors, op: str) -> tuple[list, list]:
         raise TypeError(f"{op} tensors: got {shown}; expected a list or tuple of Tensors or "
                         "arrays")
     tensors = list(tensors)
-    arrays = [t.data if isinstance(t, Tensor) else np.asarray(as_array_input(t, op, f"tensors[{i}]"))
+    arrays = [t.data if isinstance(t, Tensor)
+              else np.asarray(as_array_input(t, op, f"tensors[{i}]"))
               for i, t in enumerate(tensors)]
     return tensors, arrays
 
@@ -148,7 +150,7 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
         index = (slice(None),) * ax + (slice(lo, hi),)
         return lambda g: g[index]
 
-    vjps = [slicer(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    vjps = [slicer(lo, hi) for lo, hi in pairwise(bounds)]
     return record(out, tensors, vjps, "concatenate")
 
 
@@ -198,7 +200,7 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
         cuts = list(indices_or_sections)
     edges = [0] + cuts + [n]
     lead = (slice(None),) * ax
-    return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in zip(edges[:-1], edges[1:])]
+    return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in pairwise(edges)]
 
 
 # ---- moves, repeats and triangles (docs/backward.md §31) ------------------------------------
@@ -270,8 +272,8 @@ def roll(a, shift, axis=None):
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
         raise ValueError(f"roll shift, axis: got {shift} and {axis}; expected one shift per "
                          "axis (or one of them a single integer)")
-    shifts, axes = np.broadcast_arrays(np.array(shifts), np.array(axes))
-    shifts, axes = tuple(shifts.tolist()), tuple(axes.tolist())
+    shift_array, axis_array = np.broadcast_arrays(np.array(shifts), np.array(axes))
+    shifts, axes = tuple(shift_array.tolist()), tuple(axis_array.tolist())
     back = tuple(-s for s in shifts)
     return np.roll(a, shifts, axes), lambda g: np.roll(g, back, axes)
 
@@ -295,7 +297,7 @@ def tile(a, reps):
     full = (1,) * (d - len(reps)) + reps
     check_output("tile", "reps", elements(full) * elements(shape), f"{reps} for shape {in_shape}")
     out = np.tile(a, reps)
-    interleaved = tuple(x for r, n in zip(full, shape) for x in (r, n))
+    interleaved = tuple(x for r, n in zip(full, shape, strict=True) for x in (r, n))
 
     def vjp(g):
         return g.reshape(interleaved).sum(axis=tuple(range(0, 2 * d, 2))).reshape(in_shape)

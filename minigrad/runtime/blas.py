@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from ..checks import positive_int
 

@@ -15,8 +15,9 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable
+from types import FrameType
 
 import numpy as np
 
@@ -71,7 +72,8 @@ def _importer_stacklevel() -> int:
     """The warnings stacklevel of the first caller outside minigrad and the import system
     (the user's ``import minigrad``), for ``_threads_from_environment``'s warning."""
     package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(2), 2
+    frame: FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None:
         name = frame.f_code.co_filename
         if "importlib" in name and "_bootstrap" in name:  # warnings skips these itself
@@ -124,7 +126,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
-def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> None:
+def for_each_block(kernel: Callable[[int, int], object], rows: int, cols: int) -> None:
     """Call ``kernel(lo, hi)`` for consecutive row ranges that cover ``range(rows)``.
 
     Each range holds about ``BLOCK_ELEMENTS`` elements (rows of ``cols`` elements). Ranges
@@ -150,12 +152,13 @@ def for_each_block(kernel: Callable[[int, int], None], rows: int, cols: int) -> 
 
 
 def _even_parts(n: int, parts: int) -> list[tuple[int, int]]:
-    """``range(n)`` cut into ``min(parts, n)`` consecutive ranges whose sizes differ by 1 at most."""
+    """``range(n)`` cut into ``min(parts, n)`` consecutive ranges whose sizes differ by 1 at
+    most."""
     parts = max(1, min(parts, n))
     return [(n * i // parts, n * (i + 1) // parts) for i in range(parts)]
 
 
-def _fan_out(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]]) -> None:
+def _fan_out(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]]) -> None:
     """``kernel(lo, hi)`` for every range of ``bounds``, with BLAS held to one thread, on up
     to ``get_num_threads()`` threads; returns when all have finished, raising the first error.
 
@@ -173,7 +176,7 @@ def _fan_out(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]]) 
         _share(kernel, bounds, threads)
 
 
-def _share(kernel: Callable[[int, int], None], bounds: list[tuple[int, int]],
+def _share(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]],
            threads: int) -> None:
     """``_fan_out``'s parallel region: the caller and ``threads - 1`` pool tasks take ranges
     from one counter; tasks that have not started when the caller runs out are cancelled."""
@@ -220,7 +223,7 @@ BLAS_THREADED_FLOPS = 1 << 19
 PARTS = max(1, min(_cores(), MAX_THREADS))
 
 
-def for_each_part(kernel: Callable[[int, int], None], n: int, flops: float) -> None:
+def for_each_part(kernel: Callable[[int, int], object], n: int, flops: float) -> None:
     """Call ``kernel(lo, hi)`` on ranges covering ``range(n)``: ``PARTS`` equal parts, shared
     by ``get_num_threads()`` threads, when the work (``flops`` in all) is worth splitting;
     else ``kernel(0, n)`` once. The parts depend only on ``n`` and ``flops``.

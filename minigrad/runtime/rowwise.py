@@ -2,16 +2,17 @@
 fast sums and maxima along rows, and the one scaffold that runs a kernel over blocks of rows.
 
 The row-wise ops (``minigrad/ops/``: softmax and gelu_tanh in ``activations.py``, layer_norm in
-``normalization.py``, attention's softmax in ``attention.py``) treat their input as a stack of independent rows. :func:`map_rows` owns
-what they share: allocate the result, run the kernel over cache-sized blocks of rows on
-every core (``minigrad.runtime.parallel.for_each_block``), hand back the result in the input's
-shape. The kernel itself is plain NumPy arithmetic on one block.
+``normalization.py``, attention's softmax in ``attention.py``) treat their input as a stack of
+independent rows. :func:`map_rows` owns what they share: allocate the result, run the kernel
+over cache-sized blocks of rows on every core (``minigrad.runtime.parallel.for_each_block``),
+hand back the result in the input's shape. The kernel itself is plain NumPy arithmetic on one
+block.
 """
 from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

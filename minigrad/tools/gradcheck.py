@@ -20,8 +20,9 @@ check of the failing input to name the element.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class InputReport:
     def row(self) -> str:
         flag = "ok" if self.ok else "FAIL"
         worst = "-" if self.worst_index is None else str(self.worst_index)
-        return (f"{self.index:>5}  {str(self.shape):<16} {self.mode:<11} {self.max_abs_err:>10.3e} "
+        return (f"{self.index:>5}  {self.shape!s:<16} {self.mode:<11} {self.max_abs_err:>10.3e} "
                 f"{self.max_rel_err:>10.3e}  {worst:<14} {self.analytic:>+13.6e} "
                 f"{self.numeric:>+13.6e}  {flag}")
 
@@ -192,14 +193,14 @@ class _Check:
     def loss(self) -> float:
         with no_grad():
             return float(sum(np.sum(o.data.astype(np.float64) * v)
-                             for o, v in zip(self.output(), self.v)))
+                             for o, v in zip(self.output(), self.v, strict=True)))
 
     def analytic(self, v=None, retain=False):
         for i in self.checked:
             self.args[i].grad = None
         outs = self.output()
         v = self.v if v is None else v
-        pairs = [(o, vk) for o, vk in zip(outs, v) if o.requires_grad]
+        pairs = [(o, vk) for o, vk in zip(outs, v, strict=True) if o.requires_grad]
         if not pairs:
             return False, [np.zeros_like(self.args[i].data) for i in self.checked]
         # Other leaves that fn reaches (a closure's parameters) would get .grad, or have theirs
@@ -288,14 +289,14 @@ def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e
         recorded, grads = check.analytic(retain=True)
         if recorded:
             _, again = check.analytic()
-            for i, g1, g2 in zip(checked, grads, again):
+            for i, g1, g2 in zip(checked, grads, again, strict=True):
                 if not np.array_equal(g1, g2, equal_nan=True):
                     report.problems.append(f"input {i}: two backward passes differ")
             _, zeros = check.analytic(v=tuple(np.zeros(v.shape) for v in check.v))
-            for i, gz in zip(checked, zeros):
+            for i, gz in zip(checked, zeros, strict=True):
                 if np.any(gz != 0):
                     report.problems.append(f"input {i}: a zero cotangent gave a nonzero gradient")
-        for i, g in zip(checked, grads):
+        for i, g in zip(checked, grads, strict=True):
             shape = check.args[i].shape
             if g.shape != shape:
                 report.problems.append(f"input {i}: gradient shape {g.shape}, expected {shape}")
@@ -340,7 +341,8 @@ class TaylorReport:
     ok: bool
 
     def __str__(self) -> str:
-        rows = "\n".join(f"  h={h:.1e}  remainder={r:.3e}" for h, r in zip(self.steps, self.remainders))
+        rows = "\n".join(f"  h={h:.1e}  remainder={r:.3e}"
+                         for h, r in zip(self.steps, self.remainders, strict=True))
         verdict = "passed" if self.ok else "FAILED"
         return f"taylor check {verdict}: remainder shrinks as h^{self.order:.2f}\n{rows}"
 
@@ -365,15 +367,15 @@ def taylor_check(fn: Callable[..., Tensor], inputs: Any, *, steps: Sequence[floa
     try:
         _, grads = check.analytic()
         us = [check.rng.standard_normal(g.shape) for g in grads]
-        slope = sum(float(np.sum(g * u)) for g, u in zip(grads, us))
+        slope = sum(float(np.sum(g * u)) for g, u in zip(grads, us, strict=True))
         base = check.loss()
         x0 = [check.args[i].data for i in checked]
         rem = []
         for h in steps:
-            for i, x, u in zip(checked, x0, us):
+            for i, x, u in zip(checked, x0, us, strict=True):
                 check.args[i].data = x + h * u
             rem.append(abs(check.loss() - base - h * slope))
-        for i, x in zip(checked, x0):
+        for i, x in zip(checked, x0, strict=True):
             check.args[i].data = x
     finally:
         check.restore()

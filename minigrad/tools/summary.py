@@ -53,7 +53,7 @@ def _saved_arrays(node) -> dict:
 
 def _filled(cell) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 (reading an empty cell raises ValueError)
     except ValueError:
         return False
     return True
@@ -68,18 +68,19 @@ class GraphSummary:
     total_saved_bytes: int
 
     def __str__(self) -> str:
-        lines = [f"{'#':>4}  {'op':<14} {'output shape':<20} {'dtype':<8} {'saved for backward':>18}"]
+        lines = [f"{'#':>4}  {'op':<14} {'output shape':<20} {'dtype':<8} "
+                 f"{'saved for backward':>18}"]
         for k, (name, shape, dtype, nbytes) in enumerate(self.rows):
             if type(dtype) is tuple:  # an op with several outputs
                 shape = ", ".join(map(str, shape))
                 dtype = ", ".join(map(str, dtype))
-            lines.append(f"{k:>4}  {name:<14} {str(shape):<20} {str(dtype):<8} {_human(nbytes):>18}")
+            lines.append(f"{k:>4}  {name:<14} {shape!s:<20} {dtype!s:<8} {_human(nbytes):>18}")
         lines.append(f"{len(self.rows)} ops; saved for backward in all (shared arrays once): "
                      f"{_human(self.total_saved_bytes)}")
         return "\n".join(lines)
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -15,7 +15,8 @@ import os
 import stat
 import tempfile
 import threading
-from typing import BinaryIO, Callable, TextIO
+from collections.abc import Callable
+from typing import BinaryIO, TextIO
 
 from .files import fspath
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def decoded_limit(file_size: int, max_bytes: int = MAX_DECODED_BYTES) -> int:
     return min(max_bytes, max(EXPANSION_FLOOR, MAX_EXPANSION * file_size))
 
 
-def read_into(f: BinaryIO, out: memoryview) -> int:
+def read_into(f: IO[bytes], out: memoryview) -> int:
     """Fill ``out`` from the stream ``f`` in chunks (a decompressing stream inflates no more
     than a chunk beyond it); returns the bytes filled, fewer if the stream ends first."""
     view, done = out.cast("B"), 0

@@ -262,7 +262,8 @@ def _zip64_fields(f, end: int, locator: bytes, fields: list, where: str) -> int:
     if sig != b"PK\x06\x06" or rest != _END64.size - 12:
         raise ValueError(f"{where}: no zip64 end record of {_END64.size} bytes where its "
                          f"locator points (byte {record_at:,}); expected one (corrupt)")
-    for index, value in zip(range(1, 7), (disk, directory_disk, here, total, length, offset)):
+    values = (disk, directory_disk, here, total, length, offset)
+    for index, value in zip(range(1, 7), values, strict=True):
         if fields[index] not in (value, _NO_VALUE.get(index)):
             raise ValueError(f"{where}: its end record and zip64 end record disagree on the "
                              f"{_FIELDS[index]} ({fields[index]:,} against {value:,}); expected "
@@ -343,7 +344,7 @@ def _read_member(zf: zipfile.ZipFile, m: _Member, where: str) -> np.ndarray:
     with zf.open(m.info) as fp:
         fp.read(m.header)
         data = np.empty(m.nbytes, np.uint8)
-        got = read_into(fp, memoryview(data))
+        got = read_into(fp, data.data)
         if got < m.nbytes:
             raise ValueError(f"{where}: member {m.info.filename!r} ends after {got:,} of its "
                              f"{m.nbytes:,} data bytes; expected them all (truncated or "

@@ -4,8 +4,14 @@ prediction (``predict``), the conversion to and from timm (``timm_convert``); th
 forward and backward (``manual``, the baseline the engine is measured against) and the fast
 path for tiny models built on it (``fused``, behind ``TinyViT(fused=True)``)."""
 from .block import Attention, Block, Mlp, vit_block
-from .config import (MAX_ACTIVATION_BYTES, MAX_DEPTH, MAX_PARAMETERS, limits, parameter_count,
-                     parameter_shapes)
+from .config import (
+    MAX_ACTIVATION_BYTES,
+    MAX_DEPTH,
+    MAX_PARAMETERS,
+    limits,
+    parameter_count,
+    parameter_shapes,
+)
 from .losses import Mixed, cross_entropy, mixup, one_hot
 from .normalizer import Normalizer
 from .timm_convert import from_timm, to_timm

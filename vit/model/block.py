@@ -114,7 +114,7 @@ _WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2")
 
 def _check_block_args(x, weights, num_heads) -> np.dtype:
     """Validate vit_block's arguments; return their common dtype."""
-    named = {"x": x, **dict(zip(_WEIGHT_NAMES, weights))}
+    named = {"x": x, **dict(zip(_WEIGHT_NAMES, weights, strict=True))}
     for name, a in named.items():
         if not isinstance(a, (np.ndarray, Tensor)):
             raise TypeError(f"vit_block {name}: got {type(a).__name__}; expected a NumPy array "
@@ -133,7 +133,7 @@ def _check_block_args(x, weights, num_heads) -> np.dtype:
     hidden = weights[4].shape[1] if weights[4].ndim == 2 else None
     expected = {"w_q": (D, D), "w_k": (D, D), "w_v": (D, D), "w_o": (D, D),
                 "w_mlp1": (D, hidden), "w_mlp2": (hidden, D)}
-    for name, w in zip(_WEIGHT_NAMES, weights):
+    for name, w in zip(_WEIGHT_NAMES, weights, strict=True):
         want = expected[name]
         if w.shape != want or (name == "w_mlp1" and not hidden):
             shown = "(D, F) with F > 0" if name == "w_mlp1" else str(want)
@@ -159,16 +159,17 @@ def vit_block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads: int):
     args = (x,) + weights
     if not any(isinstance(a, Tensor) for a in args):
         with mg.no_grad():
-            out = _block(*(Tensor(a.astype(compute, copy=False)) for a in args), num_heads)
+            out = _block(*(Tensor(a.astype(compute, copy=False)) for a in args),
+                         num_heads=num_heads)
         return out.data.astype(dtype, copy=False)
-    args = tuple(a if isinstance(a, Tensor) else Tensor(a) for a in args)
+    tensors = tuple(a if isinstance(a, Tensor) else Tensor(a) for a in args)
     if compute != dtype:
-        args = tuple(a.astype(compute) for a in args)
-    out = _block(*args, num_heads)
+        tensors = tuple(a.astype(compute) for a in tensors)
+    out = _block(*tensors, num_heads=num_heads)
     return out.astype(dtype) if compute != dtype else out
 
 
-def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, num_heads):
+def _block(x, w_q, w_k, w_v, w_o, w_mlp1, w_mlp2, *, num_heads):
     """docs/contract.md section 1 from elementary ops: y = x + MHA(LN(x)); y + GELU(LN(y) W1) W2."""
     N, T, D = x.shape
     d = D // num_heads

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -64,11 +64,11 @@ def limits(max_parameters: int | None = None,
     """Raise (or lower) the size bounds of every TinyViT built in this thread or task, for
     the duration of the block (e.g. around ``train()`` or ``load_checkpoint()``)."""
     current = _LIMITS.get()
-    new = tuple(checks.positive_int(name, value, owner="vit.model.config.limits") if value is not None
-                else old
-                for name, value, old in (("max_parameters", max_parameters, current[0]),
-                                         ("max_activation_bytes", max_activation_bytes,
-                                          current[1])))
+    owner = "vit.model.config.limits"
+    new = (current[0] if max_parameters is None
+           else checks.positive_int("max_parameters", max_parameters, owner=owner),
+           current[1] if max_activation_bytes is None
+           else checks.positive_int("max_activation_bytes", max_activation_bytes, owner=owner))
     token = _LIMITS.set(new)
     try:
         yield
@@ -88,12 +88,13 @@ def parameter_shapes(config: dict) -> dict[str, tuple[int, ...]]:
     P, C, D = config["patch_size"], config["in_chans"], config["dim"]
     F, K = config["mlp_dim"], config["num_classes"]
     N = (config["img_size"] // P) ** 2
-    shapes = {"cls_token": (1, 1, D)}
+    shapes: dict[str, tuple[int, ...]] = {"cls_token": (1, 1, D)}
     if config["use_pos_emb"]:
         shapes["pos_embed"] = (1, N + 1, D)
     shapes.update({"patch_embed.weight": (P * P * C, D), "patch_embed.bias": (D,)})
-    block = dict(zip(BLOCK_PARAMS, [(D,), (D,), (D, 3 * D), (D, D), (D,), (D,), (D, F), (F,),
-                                    (F, D), (D,)]))
+    block_shapes: list[tuple[int, ...]] = [(D,), (D,), (D, 3 * D), (D, D), (D,), (D,), (D, F),
+                                           (F,), (F, D), (D,)]
+    block = dict(zip(BLOCK_PARAMS, block_shapes, strict=True))
     for prefix in block_prefixes(config.get("depth", 1)):
         shapes.update((prefix + name, shape) for name, shape in block.items())
     shapes.update({"norm.weight": (D,), "norm.bias": (D,), "head.weight": (D, K),

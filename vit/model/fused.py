@@ -24,18 +24,27 @@ tokens, D features, F hidden MLP features, K classes, M = B·T token rows.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor, record
-from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
+from minigrad.defop import Op
 from minigrad.runtime.blas import one_blas_thread
+from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
 
 from .config import LN_EPS
-from .manual import (block_backward, block_forward, embed_backward, embed_forward, head_backward,
-                     head_forward, layer_norm_backward, layer_norm_forward)
+from .manual import (
+    block_backward,
+    block_forward,
+    embed_backward,
+    embed_forward,
+    head_backward,
+    head_forward,
+    layer_norm_backward,
+    layer_norm_forward,
+)
 
 __all__ = ["FUSED_DTYPES", "check_fused_dtype", "patch_tokens", "encoder_block", "cls_head",
            "embed", "run_block", "head", "apply_unchecked"]
@@ -57,7 +66,7 @@ def _one_blas_thread_above(flops: float):
     return one_blas_thread() if flops >= BLAS_THREADED_FLOPS else contextlib.nullcontext()
 
 
-def apply_unchecked(op: Callable, inputs: Sequence, **consts):
+def apply_unchecked(op: Op, inputs: Sequence, **consts):
     """``op(*inputs, **consts)`` without the op wrapper's per-argument conversions (numbers,
     NumPy scalars, 0-d arrays): the forward on the Tensors' arrays, recorded as the wrapper
     records it. Only for inputs the caller has checked (Tensors of one floating dtype, with
@@ -121,7 +130,7 @@ def embed(model, x: Tensor) -> Tensor:
     B, C, H, W = data.shape
     P, K, pos = model.patch_size, model.patch_embed.weight.data.shape[0], model.pos_embed
     T = (H // P) * (W // P) + 1
-    if B == 0 or H % P or W % P or P * P * C != K or pos is not None and pos.data.shape[1] != T:
+    if B == 0 or H % P or W % P or P * P * C != K or (pos is not None and pos.data.shape[1] != T):
         raise ValueError(f"TinyViT x: got shape {data.shape}; expected B >= 1 images of "
                          f"{K // (P * P)} channels with sides multiples of {P}"
                          + ("" if pos is None else f" making {pos.data.shape[1] - 1} patches"))

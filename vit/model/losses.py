@@ -41,7 +41,9 @@ class Mixed(NamedTuple):
     x: np.ndarray
     y: np.ndarray
     lam: float
-    index: np.ndarray
+    # The partner's index is the field's name in the API; it hides tuple.index(), which no
+    # caller of a Mixed uses.
+    index: np.ndarray  # type: ignore[assignment]
 
 
 def mixup(x, y, num_classes: int, *, alpha: float = 0.2, lam: float | None = None,

@@ -345,9 +345,9 @@ def loss_and_grads(params, images, targets, patch_size, num_heads):
     # block's backward still runs on all M rows (as the engine does), so both do the same work.
     dt = np.zeros((M, D), dtype=dtype)
     dt.reshape(B, -1, D)[:, 0] = dcls
-    for prefix, cache in zip(reversed(block_prefixes(depth)), reversed(blocks)):
+    for prefix, cache in zip(reversed(block_prefixes(depth)), reversed(blocks), strict=True):
         dt, grads = block_backward(dt, cache, B, num_heads)
-        g.update(zip([prefix + n for n in BLOCK_PARAMS], grads))
+        g.update(zip([prefix + n for n in BLOCK_PARAMS], grads, strict=True))
     has_pos = params.get("pos_embed") is not None
     g["patch_embed.weight"], g["patch_embed.bias"], g["cls_token"], dpos = embed_backward(
         dt, emb, B, has_pos)
