@@ -10,8 +10,8 @@ import datetime
 import importlib.util
 import json
 import os
-import re
 import platform
+import re
 import subprocess
 import tempfile
 

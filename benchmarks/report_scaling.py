@@ -36,7 +36,7 @@ def scaling_markdown(record: dict) -> str:
              + " | attention core | projections | " + " | ".join(f"{i} memory" for i in impls)
              + " | attention > projections from |",
              "|---|---|" + "---:|" * (2 * len(impls) + 3)]
-    for axis, a in record["axes"].items():
+    for a in record["axes"].values():
         e, xs = a["exponents"], [p["x"] for p in a["points"]]
         lines.append(f"| {a['label']} | {xs[0]}-{xs[-1]} | "
                      + " | ".join(f"{_num(e.get(i))} ({_num(e.get(i + ' min'))})" for i in impls)
@@ -86,7 +86,7 @@ def scaling_figure(record: dict, path: str) -> None:
     fig, grid = plt.subplots(rows, len(axes), figsize=(3.6 * len(axes), 3.3 * rows + 0.4),
                              squeeze=False)
     style = {"minigrad32": ("C0", "o"), "manual": ("C2", "s"), "torch": ("C3", "^")}
-    for col, (axis, a) in enumerate(axes.items()):
+    for col, a in enumerate(axes.values()):
         xs = [p["x"] for p in a["points"]]
         top, bottom = grid[0][col], grid[rows - 1][col]
         for impl, (color, marker) in style.items():
@@ -115,7 +115,8 @@ def scaling_figure(record: dict, path: str) -> None:
     if rows == 2:
         grid[1][0].set_ylabel("peak RSS during a step, MB (>= 0.1)")
         grid[1][0].legend(fontsize=7)
-    fig.suptitle(f"TinyViT training step vs size (commit {(record['commit'].get('head') or '?')[:7]}"
+    head = (record["commit"].get("head") or "?")[:7]
+    fig.suptitle(f"TinyViT training step vs size (commit {head}"
                  f", load average {(record.get('load_average_start') or ['?'])[0]} at start, "
                  f"{(record.get('load_average_end') or ['?'])[0]} at end; minimum ms of "
                  "interleaved steps)", fontsize=11)

@@ -182,14 +182,14 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
         return Tensor._make(out) if out.base is None else _output(out, inputs, None)
     # only floating results carry a gradient
     floating = out.dtype.kind == "f" if outs is None else any(o.dtype.kind == "f" for o in outs)
-    joint = None
+    gradients = None  # a JointVJP's one function for every input
     if type(vjps) is not tuple:
         if type(vjps) is JointVJP:
-            joint, vjps = vjps.gradients, range(len(inputs))
+            gradients, vjps = vjps.gradients, range(len(inputs))
         elif callable(vjps):  # a single VJP (a function, or an object with __call__)
             vjps = (vjps,)
         elif isinstance(vjps, JointVJP):  # a subclass (asked only here: it is no function)
-            joint, vjps = vjps.gradients, range(len(inputs))
+            gradients, vjps = vjps.gradients, range(len(inputs))
     edges = []
     plain = True  # input k is edge k for every Tensor input (edges first, no constant Tensor)
     gap = False
@@ -220,12 +220,13 @@ def record(out: Any, inputs: Sequence[Any], vjps: Any, name: str,
     # In the plain case backward reaches each input's version cell through its edge's
     # parent and the edge's position is the input's; otherwise the node lists both.
     positions, constants = (None, ()) if plain else _positions_and_constants(inputs, vjps)
-    if joint is not None:
+    joint = None
+    if gradients is not None:
         needed = [False] * max(len(inputs), len(params))
         for k in range(len(edges)):
             needed[k if positions is None else positions[k]] = True
         edges = [(parent, None) for parent, _ in edges]
-        joint = Joint(joint, tuple(needed))
+        joint = Joint(gradients, tuple(needed))
     if outs is not None:
         node = Node(name, tuple(edges), (), None, None, positions, constants, joint=joint)
         return _output_nodes(node, outs, inputs, name)

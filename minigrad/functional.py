@@ -17,7 +17,7 @@ def _with_numpy_keywords() -> None:
     """The functions here that take ``axis`` but are not built by ``minigrad.op`` (which checks
     its keywords itself: ``concatenate``, ``stack``, ``split``, ``argmax``, ...) refuse a
     PyTorch ``dim=`` naming ``axis=``, as the ops do."""
-    for name in _ops.__all__:
+    for name in (*_ops.PUBLIC_OPS, *_ops.INDEX_REDUCTIONS, "one_hot"):
         f = getattr(_ops, name)
         if callable(f) and not getattr(f, "is_op", False) and \
                 "axis" in _inspect.signature(f).parameters:

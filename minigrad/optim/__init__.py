@@ -13,5 +13,5 @@ from .rmsprop import RMSprop
 from .schedules import LRScheduler, OneCycle, WarmupCosine
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "LRScheduler", "WarmupCosine", "OneCycle",
-           "StateDictKeyError"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "LRScheduler", "WarmupCosine",
+           "OneCycle", "StateDictKeyError"]

@@ -1,7 +1,8 @@
 """``Adam``: Adam with L2 weight decay added to the gradient, as ``torch.optim.Adam``."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

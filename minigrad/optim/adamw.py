@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class AdamW(Optimizer):
         self.eps = self._checked("eps", eps)
         self.weight_decay = self._checked("weight_decay", weight_decay)
         self._set_groups()
-        for i, (p, group) in enumerate(zip(self.params, self._group_of)):
+        for i, (p, group) in enumerate(zip(self.params, self._group_of, strict=True)):
             self._check_numbers(i, self._compute_dtype(p.data.dtype), group.get("lr", self.lr),
                                 group)
 

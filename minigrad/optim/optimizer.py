@@ -7,11 +7,11 @@ dict (scalars as 0-d arrays), so ``np.savez`` stores a checkpoint without pickle
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from .. import checks
 from ..gradmode import enable_grad
 from ..tensor import Tensor
 from .state import GROUP_LR_KEYS, OptimizerState, nonneg
@@ -101,7 +101,7 @@ class Optimizer(OptimizerState):
     @lr.setter
     def lr(self, value: float) -> None:
         self._lr = value  # checked where it is used (step), as before groups held it
-        for group, own in zip(getattr(self, "param_groups", ()), self._own_lr):
+        for group, own in zip(getattr(self, "param_groups", ()), self._own_lr, strict=False):
             if not own:
                 group["lr"] = value
 
@@ -208,7 +208,8 @@ class Optimizer(OptimizerState):
         lr = nonneg("lr", self.lr)
         checked = self._checked_groups()
         work = []
-        for i, (p, state, group) in enumerate(zip(self.params, self.state, self._group_of)):
+        rows = zip(self.params, self.state, self._group_of, strict=True)
+        for i, (p, state, group) in enumerate(rows):
             if p.grad is None:
                 continue
             values = checked[id(group)]
@@ -237,7 +238,7 @@ class Optimizer(OptimizerState):
             members = self._members[g]
             given = group.get("params")
             if not isinstance(given, (list, tuple)) or len(given) != len(members) or \
-                    any(a is not b for a, b in zip(given, members)):
+                    any(a is not b for a, b in zip(given, members, strict=True)):
                 raise ValueError(f"step: optimizer.param_groups[{g}]['params'] was changed after "
                                  "construction; expected the parameters it was built with "
                                  "(build a new optimizer for other parameters)")

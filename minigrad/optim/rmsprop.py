@@ -1,7 +1,8 @@
 """``RMSprop``, as ``torch.optim.RMSprop``."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

@@ -13,7 +13,8 @@ each group's base lr::
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -160,7 +161,8 @@ class WarmupCosine(LRScheduler):
         base = self.base_lr if base is None else base
         if step < self.warmup_steps:
             return base * (step + 1) / self.warmup_steps
-        p = (min(step, self.total_steps) - self.warmup_steps) / (self.total_steps - self.warmup_steps)
+        p = ((min(step, self.total_steps) - self.warmup_steps)
+             / (self.total_steps - self.warmup_steps))
         return self.min_lr + (base - self.min_lr) * (1.0 + math.cos(math.pi * p)) / 2.0
 
 

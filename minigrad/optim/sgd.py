@@ -1,7 +1,8 @@
 """``SGD``: stochastic gradient descent with momentum, as ``torch.optim.SGD``."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -6,7 +6,8 @@ in named steps (keys, per-parameter state, hyperparameters, then apply).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -116,13 +117,13 @@ class OptimizerState:
         hyper, groups = self._load_hyperparameters(state, grouped)
         step_count = _counter(f"{owner}.load_state_dict: step_count", state["step_count"], low=0)
         position = {id(group): g for g, group in enumerate(self.param_groups)}
-        for i, (p, group) in enumerate(zip(self.params, self._group_of)):
+        for i, (p, group) in enumerate(zip(self.params, self._group_of, strict=True)):
             values = groups[position[id(group)]]
             self._check_numbers(i, self._compute_dtype(p.data.dtype),
                                 values.get("lr", hyper["lr"]), values)
         for name, value in hyper.items():  # every check passed: apply
             setattr(self, name, value)
-        for group, values in zip(self.param_groups, groups):
+        for group, values in zip(self.param_groups, groups, strict=True):
             group.update(values)
         self.step_count = step_count
         self.state = states
@@ -140,7 +141,7 @@ class OptimizerState:
                 raise ValueError(f"{owner}.load_state_dict: num_groups got {given}; expected "
                                  f"{len(self.param_groups)}")
             expected.add("num_groups")
-            for g, group in enumerate(self.param_groups):
+            for g in range(len(self.param_groups)):
                 own = self.has_own_lr(g)
                 keys = ["size", *self._group_names()] + (["lr"] if own else [])
                 expected.update(f"group.{g}.{name}" for name in keys)
@@ -207,7 +208,7 @@ class OptimizerState:
                   for _ in self.param_groups]
         if not grouped:
             return hyper, groups
-        for g, (group, values) in enumerate(zip(self.param_groups, groups)):
+        for g, (group, values) in enumerate(zip(self.param_groups, groups, strict=True)):
             size = _counter(f"{owner}: group.{g}.size", state[f"group.{g}.size"], low=0)
             if size != len(group["params"]):
                 raise ValueError(f"{owner}: group.{g}.size got {size}; "

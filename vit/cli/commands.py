@@ -157,6 +157,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise ValueError(f"{run / METRICS}: no completed epoch to plot")
     loaded = open_model_arg(args, run, "vit plot RUN")
     ck = loaded.checkpoint
+    if ck is None:  # (a run folder's model is its checkpoint: not reached)
+        raise ValueError(f"vit plot RUN: {loaded.describe()} is not a training checkpoint")
     data, x, y = _eval_data(loaded, None)
     _, acc, pred = evaluate(ck.model, x, y)
     out = args.out or run

@@ -82,7 +82,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     k = min(3, K) if args.top_k is None else args.top_k
     if not 1 <= k <= K:
         raise ValueError(f"--top-k: got {k}; expected 1 to {K} (the model's classes)")
-    names, batches, total = [], [], 0
+    names: list[tuple[str, int | None]] = []
+    batches: list[np.ndarray] = []
+    total = 0
     for path in args.files:  # every file is read and checked before anything is printed
         x = read_input(path, model.config)
         total += x.size

@@ -22,8 +22,9 @@ read only with explicit statistics or an explicit ``normalize="none"``.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -153,7 +154,7 @@ def read_preprocessing(arrays: dict, where: str, channels: int, *, states: bool,
     if needs_norm and not has_norm:
         raise ValueError(f"{where}: missing entries {list(NORM_KEYS)}; expected the training "
                          "pixels' statistics")
-    notes = []
+    notes: list[str] = []
     if not states and not has_norm:
         if not explicit.given:
             raise ValueError(

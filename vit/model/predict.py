@@ -125,11 +125,9 @@ def tta_probabilities(model, x: np.ndarray) -> np.ndarray:
     C = x.shape[1]
     fill = np.zeros(C) if model.normalizer is None else \
         model.normalizer(np.zeros((1, C, 1, 1)), np.float64)[0, :, 0, 0]
-    total = 0.0
-    for dy, dx in TTA_SHIFTS:
-        view = x if (dy, dx) == (0.0, 0.0) else shifted(x, dy, dx, fill)
-        total = total + softmax(logits_of(model, view))
-    return total / len(TTA_SHIFTS)
+    views = (x if (dy, dx) == (0.0, 0.0) else shifted(x, dy, dx, fill) for dy, dx in TTA_SHIFTS)
+    # summed in the views' order, as a running total would be
+    return np.sum([softmax(logits_of(model, view)) for view in views], axis=0) / len(TTA_SHIFTS)
 
 
 def predict(model, images, *, probabilities: bool = False, tta: bool = False) -> np.ndarray:

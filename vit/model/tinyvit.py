@@ -21,8 +21,16 @@ from . import fused as fused_stages
 from . import manual
 from .block import Block
 from .config import activation_bytes, check_config, current_limits
-from .modelfile import (FORMAT, Explicit, MissingEntryWarning, Preprocessing, model_entries,
-                        read_params, read_preprocessing)
+from .modelfile import (
+    FORMAT,
+    Explicit,
+    MissingEntryWarning,
+    Preprocessing,
+    model_entries,
+    read_params,
+    read_preprocessing,
+)
+from .normalizer import Normalizer
 from .predict import predict
 
 __all__ = ["TinyViT", "patchify", "unpatchify"]
@@ -242,7 +250,8 @@ class TinyViT(Module):
             return self.features(Tensor(self.images_array(x))).data
 
     def forward(self, x):
-        """Logits (B, num_classes): a NumPy array for an array, a differentiable Tensor for a Tensor."""
+        """Logits (B, num_classes): a NumPy array for an array, a differentiable Tensor for a
+        Tensor."""
         if isinstance(x, Tensor):  # validated and cast (differentiably) to the model's dtype
             self._check_images(x)
             return self.logits(x if x.dtype == self.dtype else x.astype(self.dtype))
@@ -363,10 +372,10 @@ class TinyViT(Module):
     # ---- prediction on raw images (vit/model/predict.py) ---------------------------------
     #: The preprocessing the model was trained with, which its model file carries: the
     #: training pixels' per-channel Normalizer (None: inputs used as given) ...
-    normalizer = None
+    normalizer: Normalizer | None = None
     #: ... and the (lowest, highest) raw training pixel (None: unknown), for predict's
     #: warning about images on another scale.
-    input_range = None
+    input_range: tuple[float, float] | None = None
 
     def predict(self, images, *, probabilities: bool = False, tta: bool = False) -> np.ndarray:
         """Classes (N,) int64 of raw images (N, H, W), (N, C, H, W) or (N, H, W, C), normalized
