@@ -26,7 +26,8 @@ plus ``norm_eps`` and ``preprocessing``) is still read.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

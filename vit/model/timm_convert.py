@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -209,7 +210,7 @@ def _expected(key: str, value: Any, get) -> str | None:
         return f"TinyViT needs {_FIXED[key]!r}" + (f" ({_WHY[key]})" if key in _WHY else "")
     if key.endswith("_rate"):
         return None if number and value == 0 else "TinyViT has no dropout (expected 0)"
-    if key.endswith("_layer") and key != "act_layer" or key == "block_fn":
+    if (key.endswith("_layer") and key != "act_layer") or key == "block_fn":
         return None if value is None else ("expected it left out (TinyViT has timm's default "
                                            "layers; LayerNorm's eps goes in norm_eps)")
     if key == "init_values":
@@ -221,7 +222,7 @@ def _expected(key: str, value: Any, get) -> str | None:
     if key == "pos_embed":
         return None if value in ("learn", "none", "") else "expected 'learn' or 'none'"
     if key == "no_embed_class":
-        if get("pos_embed") != "learn" and isinstance(value, bool) or value is False:
+        if (get("pos_embed") != "learn" and isinstance(value, bool)) or value is False:
             return None
         return "TinyViT's position embedding covers the class token (expected False)"
     if key in ("qkv_bias", "fix_init"):
@@ -242,8 +243,8 @@ def _settings(config: Mapping) -> dict[str, Any]:
         raise TypeError(f"from_timm config: got {type(config).__name__}; expected a dict")
     for key in config:
         if key not in _DEFAULTS:
-            raise ValueError(f"from_timm config {_show(key)}: not a VisionTransformer argument this "
-                             "importer knows")
+            raise ValueError(f"from_timm config {_show(key)}: not a VisionTransformer argument "
+                             "this importer knows")
     get = lambda k: config.get(k, _DEFAULTS[k])  # noqa: E731 (absent: timm's default)
     for key in _DEFAULTS:
         value = get(key)
@@ -256,7 +257,8 @@ def _settings(config: Mapping) -> dict[str, Any]:
     ratio = get("mlp_ratio")
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or \
             not 0 < ratio <= 1 << 10:
-        raise ValueError(f"from_timm config mlp_ratio: got {_show(ratio)}; expected a positive number")
+        raise ValueError(f"from_timm config mlp_ratio: got {_show(ratio)}; expected a positive "
+                         "number")
     hidden = int(s["embed_dim"] * ratio)  # exactly as timm's Block computes the MLP width
     if hidden < 1:
         raise ValueError(f"from_timm config mlp_ratio: got {_show(ratio)}; int(embed_dim * "
