@@ -60,6 +60,7 @@ import numpy as np
 from .checks import refuse_torch_keywords
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
+from .opcalls import OpCall, observer_of_op_calls
 from .tensor import Tensor
 
 __all__ = ["op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
@@ -380,8 +381,14 @@ def op(forward: Callable | None = None, *, name: str | None = None,
             raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
                             f"at most one per positional parameter ({n_positional} "
                             "positional)")
-        return record(out, args, vjps, opname, positional)
+        result = record(out, args, vjps, opname, positional)
+        observer = observer_of_op_calls()  # checking mode (opcalls.py): None outside it
+        if observer is not None:
+            observer(OpCall(apply, opname, forward, params, tuple(args), tuple(raw),
+                            kwargs, result))
+        return result
 
+    params = tuple(positional)
     apply.forward = forward
     apply.op_name = opname
     apply.is_op = True
