@@ -1,0 +1,409 @@
+"""Check every op of a computation at its own inputs: which op's backward formula is wrong.
+
+``gradcheck`` says which element of which input of a whole function has a wrong gradient;
+when that function is a model, the wrong VJP may be any of hundreds of ops. ``gradcheck_ops``
+runs ``fn`` once in checking mode (``minigrad.opcalls``), which keeps, for each op call, what
+its forward was given and what it returned; then, in the order the ops ran, it checks each
+op's VJPs against central differences of *that op's own forward* at *its own recorded inputs*:
+
+    L(x_0, x_1, ...) = Σ_k <forward(x_0, x_1, ...)_k, v_k>        (v_k random, non-uniform)
+    VJP_i(v) ≈ (L(.., x_i + eps e_j, ..) - L(.., x_i - eps e_j, ..)) / (2 eps),  every j
+
+in float64 (copies of the recorded inputs), with ``gradcheck``'s tolerances and comparison.
+An op whose check fails is named with where it was called from (the first frame outside
+minigrad), where its forward is defined, and the input (position and parameter name), the
+worst element and analytic vs numeric there. An op that cannot be checked is listed as
+unchecked with the reason, never passed: one recorded by a direct call to ``record``
+(``concatenate``, ``stack``, ``einsum``: no forward is known), one whose forward called again
+at its recorded inputs gives other values (random, or reading state that changed), one with
+no floating array input that has a VJP, one whose output is not floating (no gradient), one
+whose forward gives a lower precision than float64 for float64 inputs.
+"""
+from __future__ import annotations
+
+import inspect
+import linecache
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..checks import real
+from ..defop import JointVJP
+from ..gradients import conform
+from ..gradmode import enable_grad
+from ..graph import Node, toposort
+from ..opcalls import OpCall, observing_op_calls
+from ..tensor import Tensor
+from .gradcheck import GradcheckError, InputReport, compare
+
+__all__ = ["gradcheck_ops", "OpcheckReport", "OpReport", "OpInput"]
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclass
+class OpInput:
+    """The check of one input of one op: ``report`` holds the element-wise comparison
+    (``report.index`` is the input's position), ``problem`` what went wrong before any
+    comparison (the VJP raised, or returned a shape that is no broadcast of the input's)."""
+
+    position: int
+    param: str
+    report: InputReport | None = None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.report is not None and self.report.ok
+
+    def describe(self) -> str:
+        head = f"input {self.position} ({self.param})"
+        if self.problem is not None:
+            return f"{head}: {self.problem}"
+        r = self.report
+        return (f"{head}, shape {r.shape}: max abs err {r.max_abs_err:.3e}, max rel err "
+                f"{r.max_rel_err:.3e}; worst at {r.worst_index}: analytic {r.analytic:+.6e}, "
+                f"numeric {r.numeric:+.6e}")
+
+
+@dataclass
+class OpReport:
+    """One op call: ``status`` is "passed", "FAILED" or "unchecked" (then ``reason`` says
+    why); ``site`` is where it was called from, ``defined`` where its forward is (both
+    "file:line", or None when unknown); ``number`` its place in the order the ops ran."""
+
+    number: int
+    name: str
+    site: str | None
+    defined: str | None
+    status: str = "passed"
+    reason: str = ""
+    inputs: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+
+    @property
+    def failures(self) -> list:
+        """The failing inputs, as :class:`OpInput`."""
+        return [r for r in self.inputs if not r.ok]
+
+    def describe(self) -> str:
+        where = f"\n  called at {self.site or 'an unknown place'}" + \
+            (f"\n  defined at {self.defined}" if self.defined else "")
+        if self.status == "unchecked":
+            return f"unchecked op #{self.number} '{self.name}': {self.reason}{where}"
+        lines = [f"{self.status} op #{self.number} '{self.name}'{where}"]
+        lines += [f"  {r.describe()}" for r in self.failures]
+        lines += [f"  problem: {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+@dataclass
+class OpcheckReport:
+    """Every op call of the checked computation, in the order they ran (:class:`OpReport`).
+    True (``ok``) when no op failed; the unchecked ones are listed, not counted as passed."""
+
+    ops: list = field(default_factory=list)
+
+    @property
+    def failed(self) -> list:
+        return [o for o in self.ops if o.status == "FAILED"]
+
+    @property
+    def unchecked(self) -> list:
+        return [o for o in self.ops if o.status == "unchecked"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def kinds(self) -> list[tuple[str, int, int, int, int]]:
+        """One row per op name, in order of first run: (name, ran, passed, failed,
+        unchecked)."""
+        counts: dict[str, Counter] = {}
+        for o in self.ops:
+            counts.setdefault(o.name, Counter())[o.status] += 1
+        return [(name, sum(c.values()), c["passed"], c["FAILED"], c["unchecked"])
+                for name, c in counts.items()]
+
+    def __str__(self) -> str:
+        n = len(self.ops)
+        lines = [f"gradcheck_ops {'passed' if self.ok else 'FAILED'}: {n} op calls, "
+                 f"{n - len(self.failed) - len(self.unchecked)} passed, {len(self.failed)} "
+                 f"failed, {len(self.unchecked)} unchecked",
+                 f"{'op':<28} {'ran':>5} {'passed':>7} {'failed':>7} {'unchecked':>10}"]
+        lines += [f"{name:<28} {ran:>5} {ok:>7} {bad:>7} {skip:>10}"
+                  for name, ran, ok, bad, skip in self.kinds()]
+        lines += [o.describe() for o in self.failed + self.unchecked]
+        return "\n".join(lines)
+
+
+@dataclass
+class _Call:
+    """An op call as recorded for the check: copies of its inputs and outputs."""
+
+    name: str
+    forward: Callable | None
+    params: tuple
+    raw: list
+    kwargs: dict
+    outputs: tuple
+    site: str | None
+    nodes: tuple  # the graph nodes the call made (to find the ops recorded without it)
+
+
+def _copy(a: Any) -> Any:
+    return a.copy() if isinstance(a, np.ndarray) else a
+
+
+def _short(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _caller() -> str | None:
+    """file:line of the first frame outside minigrad (the user's code that called the op)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return None if frame is None else f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _definition(forward: Callable | None) -> str | None:
+    """file:line of the ``def`` of ``forward`` (past its decorators), when it has code."""
+    code = getattr(inspect.unwrap(forward), "__code__", None) if forward else None
+    if code is None:
+        return None
+    line = code.co_firstlineno
+    for k in range(line, line + 20):  # a decorated function's first line is its decorator's
+        if linecache.getline(code.co_filename, k).lstrip().startswith(("def ", "async def ")):
+            line = k
+            break
+    return f"{_short(code.co_filename)}:{line}"
+
+
+class _Recorder:
+    """The observer of checking mode: copies what each op call was given and returned."""
+
+    def __init__(self) -> None:
+        self.calls: list[_Call] = []
+
+    def __call__(self, call: OpCall) -> None:
+        results = call.result if type(call.result) is tuple else (call.result,)
+        nodes = []
+        for t in results:
+            node = t._node
+            if node is not None:
+                nodes.append(node)
+                if node.index is not None:  # one output of several: its op's node too
+                    nodes.append(node.edges[0][0])
+        self.calls.append(_Call(call.name, call.forward, call.params,
+                                [_copy(a) for a in call.raw], dict(call.kwargs),
+                                tuple(t.data.copy() for t in results), _caller(),
+                                tuple(nodes)))
+
+
+def _tensors(value: Any) -> list:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _in_run_order(calls: list, out: Any) -> list:
+    """``calls`` and, in between, the ops of the graph that no call made (recorded by a direct
+    call to ``record``), each right after the last call that made one of its inputs."""
+    known = {node: k for k, call in enumerate(calls) for node in call.nodes}
+    roots = [t._node for t in _tensors(out) if t._node is not None]
+    roots += [node for call in calls for node in call.nodes]
+    keyed = [((k, 0, 0), call) for k, call in enumerate(calls)]
+    if not roots:
+        return calls
+    after: dict[Node, int] = {}
+    for seq, node in enumerate(toposort(roots, released_ok=True)):
+        parents = [p for p, _ in node.edges or () if type(p) is Node]
+        last = max([known.get(p, after.get(p, -1)) for p in parents], default=-1)
+        if node in known or node.index is not None:
+            continue
+        after[node] = last
+        keyed.append(((last, 1, seq), _Call(node.op, None, (), [], {}, (), None, (node,))))
+    return [call for _, call in sorted(keyed, key=lambda kc: kc[0])]
+
+
+def gradcheck_ops(fn: Callable[..., Any], inputs: Sequence[Any] = (), *, eps: float = 1e-6,
+                  atol: float = 1e-6, rtol: float = 1e-6, seed: int = 0,
+                  raise_exception: bool = True) -> OpcheckReport:
+    """Check the VJPs of every op ``fn(*inputs)`` runs, each at its own recorded inputs.
+
+    ``fn`` runs once, with grad mode on, in checking mode; what it returns is used only to
+    find the ops recorded without the op wrapper. Then each op call, in the order they ran,
+    is checked as the module docstring says: every floating array input with a VJP, element
+    by element (``eps``, ``atol``, ``rtol`` as in :func:`gradcheck`), plus a zero cotangent
+    giving zero gradients. Built-in ops, ``mg.op`` ops, ops with several outputs and
+    ``JointVJP`` ops are all checked the same way. Returns the :class:`OpcheckReport`, or
+    raises :class:`GradcheckError` (an ``AssertionError``) with it when an op failed and
+    ``raise_exception``. The cost: two forward calls of each op per element of each checked
+    input, on that op's inputs alone.
+    """
+    if not callable(fn):
+        raise TypeError(f"gradcheck_ops fn: got {type(fn).__name__}; expected a callable")
+    if isinstance(inputs, (Tensor, np.ndarray)) or not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"gradcheck_ops inputs: got {type(inputs).__name__}; expected a list "
+                        "or tuple of fn's arguments")
+    real("eps", eps, low=0.0, low_open=True, owner="gradcheck_ops")
+    real("atol", atol, low=0.0, owner="gradcheck_ops")
+    real("rtol", rtol, low=0.0, owner="gradcheck_ops")
+    rng = np.random.default_rng(seed)
+    recorder = _Recorder()
+    with enable_grad(), observing_op_calls(recorder):
+        out = fn(*inputs)
+    report = OpcheckReport()
+    for number, call in enumerate(_in_run_order(recorder.calls, out)):
+        report.ops.append(_check_call(number, call, rng, eps, atol, rtol))
+    if raise_exception and not report.ok:
+        raise GradcheckError(report)
+    return report
+
+
+def _check_call(number: int, call: _Call, rng: np.random.Generator, eps: float, atol: float,
+                rtol: float) -> OpReport:
+    rep = OpReport(number, call.name, call.site, _definition(call.forward))
+    reason = _uncheckable(call)
+    if reason is None:
+        _check_vjps(rep, call, rng, eps, atol, rtol)
+    else:
+        rep.status, rep.reason = "unchecked", reason
+    return rep
+
+
+def _outputs(result: Any) -> tuple:
+    return tuple(np.asarray(o) for o in (result if type(result) is tuple else (result,)))
+
+
+def _vjp_positions(vjps: Any, n: int) -> tuple[Callable | None, list]:
+    """(the JointVJP's function or None, one VJP or None per input position)."""
+    if isinstance(vjps, JointVJP):
+        return vjps.gradients, [True] * n
+    if callable(vjps):
+        vjps = (vjps,)
+    return None, [vjps[i] if i < len(vjps) else None for i in range(n)]
+
+
+def _uncheckable(call: _Call) -> str | None:
+    """Why the call cannot be checked, or None when it can."""
+    if call.forward is None:
+        return ("recorded by a direct call to record, not through the op wrapper: its "
+                "forward is not known")
+    if not any(o.dtype.kind == "f" for o in call.outputs):
+        return "its output is not floating: it has no gradient"
+    floating = [i for i, a in enumerate(call.raw)
+                if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    try:
+        again, vjps = call.forward(*[_copy(a) for a in call.raw], **call.kwargs)
+    except Exception as e:  # (the op ran once: it is its repetition that fails)
+        return f"its forward, called again at its recorded inputs, raised {type(e).__name__}: {e}"
+    again = _outputs(again)
+    same = len(again) == len(call.outputs) and all(
+        a.shape == o.shape and np.allclose(a, o, rtol=1e-5, atol=0, equal_nan=True)
+        for a, o in zip(again, call.outputs))
+    if not same:
+        return ("its forward is not a function of its recorded inputs: called again at them "
+                "it returned other values (random, or state that changed since)")
+    _, per_input = _vjp_positions(vjps, len(call.raw))
+    if not any(per_input[i] is not None for i in floating):
+        return ("no floating array input with a VJP" if not floating else
+                "its floating inputs have no VJP")
+    return None
+
+
+def _check_vjps(rep: OpReport, call: _Call, rng: np.random.Generator, eps: float, atol: float,
+                rtol: float) -> None:
+    x = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else _copy(a)
+         for a in call.raw]
+    result, vjps = call.forward(*x, **call.kwargs)
+    outs = _outputs(result)
+    if any(o.dtype.kind == "f" and o.dtype != np.float64 for o in outs):
+        rep.status = "unchecked"
+        rep.reason = ("with float64 inputs its forward returns "
+                      f"{', '.join(str(o.dtype) for o in outs)}: finite differences in that "
+                      "precision would mean nothing")
+        return
+    joint, per_input = _vjp_positions(vjps, len(x))
+    checked = [i for i, a in enumerate(x) if per_input[i] is not None
+               and isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    v = tuple(rng.standard_normal(o.shape) if o.dtype.kind == "f" else np.zeros(o.shape, o.dtype)
+              for o in outs)
+    several = type(result) is tuple
+    analytic = _analytic(rep, call, x, v if several else v[0], joint, per_input, checked)
+    zeros = tuple(np.zeros(o.shape, o.dtype) for o in outs)
+    _, vjps0 = call.forward(*x, **call.kwargs)
+    joint0, per_input0 = _vjp_positions(vjps0, len(x))
+    scratch = OpReport(rep.number, rep.name, None, None)
+    for i, g in _analytic(scratch, call, x, zeros if several else zeros[0], joint0, per_input0,
+                          checked).items():
+        if np.any(g != 0):
+            rep.problems.append(f"input {i} ({_param(call, i)}): a zero cotangent gave a "
+                                "nonzero gradient")
+
+    def loss() -> float:
+        out = _outputs(call.forward(*x, **call.kwargs)[0])
+        return float(sum(np.sum(o * vk) for o, vk in zip(out, v) if o.dtype.kind == "f"))
+
+    for i in checked:
+        if i not in analytic:
+            continue  # its problem is already in rep.inputs
+        xi = x[i]
+        num = np.empty_like(xi)
+        for j in np.ndindex(xi.shape):
+            orig = xi[j]
+            xi[j] = orig + eps
+            hi = loss()
+            xi[j] = orig - eps
+            lo = loss()
+            xi[j] = orig
+            num[j] = (hi - lo) / (2 * eps)
+        rep.inputs.append(OpInput(i, _param(call, i),
+                                  report=compare(i, xi.shape, analytic[i], num, atol, rtol)))
+    rep.inputs.sort(key=lambda r: r.position)
+    if rep.problems or rep.failures:
+        rep.status = "FAILED"
+
+
+def _param(call: _Call, i: int) -> str:
+    return call.params[i] if i < len(call.params) else f"input {i}"
+
+
+def _analytic(rep: OpReport, call: _Call, x: list, g: Any, joint: Callable | None,
+              per_input: list, checked: list) -> dict:
+    """Each checked input's VJP result, conformed as ``backward`` conforms it (broadcast axes
+    summed, cast to float64), copied; a VJP that raises or returns a wrong shape becomes an
+    input with a ``problem`` in ``rep``."""
+    grads = {}
+    try:
+        if joint is not None:
+            needed = tuple(i in checked for i in range(max(len(x), len(call.params))))
+            results = list(joint(g, needed))
+        else:
+            results = None
+    except Exception as e:
+        for i in checked:
+            rep.inputs.append(OpInput(i, _param(call, i),
+                                      problem=f"its JointVJP raised {type(e).__name__}: {e}"))
+        return grads
+    for i in checked:
+        try:
+            gi = results[i] if results is not None else per_input[i](g)
+            gi = conform(gi, x[i].shape, np.dtype(np.float64), call.name, i)
+        except Exception as e:
+            rep.inputs.append(OpInput(i, _param(call, i),
+                                      problem=f"its VJP raised {type(e).__name__}: {e}"))
+            continue
+        grads[i] = np.array(gi, dtype=np.float64, copy=True)
+    return grads
