@@ -60,7 +60,7 @@ import numpy as np
 from .checks import refuse_torch_keywords
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
-from .opcalls import OpCall, observer_of_op_calls
+from .opcalls import OpCall, declare, observer_of_op_calls
 from .tensor import Tensor
 
 __all__ = ["op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
@@ -392,4 +392,5 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     apply.forward = forward
     apply.op_name = opname
     apply.is_op = True
+    declare(apply)  # findable by its name from a graph node (opcalls.ops_named)
     return apply

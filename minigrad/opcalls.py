@@ -1,5 +1,6 @@
-"""Checking mode: a hook that shows every op call to an observer, for the per-op gradient
-check (``minigrad.tools.opcheck``) or any tool that needs what each op's forward was given.
+"""What tools can see of the ops: checking mode, a hook that shows every op call to an
+observer (for the per-op gradient check, ``minigrad.tools.opcheck``), and the ops declared
+with ``mg.op`` by name (``ops_named``, for ``graph_summary``'s formulas).
 
 Outside checking mode the op wrapper (``defop.op``) pays one ``ContextVar.get`` per call and
 nothing else. Inside ``observing_op_calls(observer)`` it calls ``observer(call)`` once per op,
@@ -12,14 +13,33 @@ keeps: later in-place writes change the arrays it was shown.
 A context variable (not a thread-local flag, not a global) so that the mode belongs to the
 code that entered it: other threads, and tasks started elsewhere, are not observed. The core
 holds the hook and nothing about checking, so the core never imports a tool.
+
+A graph node keeps only its op's name (a node per op call: nothing more is stored on it), so
+the op itself is found by that name: ``op`` declares each op here, weakly (an op declared in
+a function is not kept alive by it). Two ops may share a name; ``ops_named`` returns all.
 """
 from __future__ import annotations
 
 import contextlib
+import weakref
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator, NamedTuple
 
-__all__ = ["OpCall", "observing_op_calls", "op_calls_observed", "observer_of_op_calls"]
+__all__ = ["OpCall", "observing_op_calls", "op_calls_observed", "observer_of_op_calls",
+           "declare", "ops_named"]
+
+_DECLARED: dict[str, weakref.WeakSet] = {}
+
+
+def declare(op: Callable) -> None:
+    """Note ``op`` (a function made by ``mg.op``, with ``.op_name``) under its name."""
+    _DECLARED.setdefault(op.op_name, weakref.WeakSet()).add(op)
+
+
+def ops_named(name: str) -> list:
+    """The live ops declared with ``mg.op`` whose graph nodes are named ``name`` (several
+    when ops share a name), in no particular order."""
+    return list(_DECLARED.get(name, ()))
 
 
 class OpCall(NamedTuple):
