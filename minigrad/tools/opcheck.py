@@ -13,8 +13,9 @@ in float64 (copies of the recorded inputs), with ``gradcheck``'s tolerances and 
 An op whose check fails is named with where it was called from (the first frame outside
 minigrad), where its forward is defined, and the input (position and parameter name), the
 worst element and analytic vs numeric there. An op that cannot be checked is listed as
-unchecked with the reason, never passed: one recorded by a direct call to ``record``
-(``concatenate``, ``stack``, ``einsum``: no forward is known), one whose forward called again
+unchecked with the reason, never passed: one recorded by a direct call to ``record`` (no
+forward is known; the built-in ops with a list of inputs, ``concatenate``, ``stack`` and
+``einsum``, show their forward through ``ops.variadic``), one whose forward called again
 at its recorded inputs gives other values (random, or reading state that changed), one with
 no floating array input that has a VJP, one whose output is not floating (no gradient), one
 whose forward gives a lower precision than float64 for float64 inputs.

@@ -17,6 +17,7 @@ import pytest
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import normalization
+from minigrad.ops import shape as shape_ops
 
 B, T, D, IN, K, HEADS = 2, 3, 4, 5, 3, 2
 H = D // 2
@@ -243,20 +244,45 @@ def test_ops_that_cannot_be_checked_are_listed_with_the_reason():
     x = mg.Tensor(rng.standard_normal((2, 3)), requires_grad=True)
 
     def fn():
-        joined = F.concatenate([x, x], axis=0)  # recorded without the op wrapper
+        joined = mg.record(np.concatenate([x.data, x.data]), [x, x],  # no forward known
+                           [lambda g: g[:2], lambda g: g[2:]], "joined")
         counts = mg.Tensor(np.arange(6).reshape(2, 3))
         return noisy(joined).sum() + halve(counts).sum() + F.astype(x, np.float32).sum()
 
     report = mg.gradcheck_ops(fn)
     reasons = {o.name: o.reason for o in report.unchecked}
-    assert set(reasons) == {"concatenate", "noisy", "halve", "astype"}
-    assert "record" in reasons["concatenate"]
+    assert set(reasons) == {"joined", "noisy", "halve", "astype"}
+    assert "direct call to record" in reasons["joined"]
     assert "not a function of its recorded inputs" in reasons["noisy"]
     assert "no floating array input" in reasons["halve"]
     assert "float32" in reasons["astype"]
     assert report.ok  # nothing failed; the unchecked ones are listed, not passed
     assert {o.name for o in report.ops if o.status == "passed"} == {"sum", "add"}
-    assert [o.name for o in report.ops].index("concatenate") == 0  # the order they ran
+    assert [o.name for o in report.ops].index("joined") == 0  # the order they ran
+
+
+def test_the_ops_with_a_list_of_inputs_are_checked_and_a_wrong_one_named(monkeypatch):
+    rng = np.random.default_rng(6)
+    a, b = (mg.Tensor(rng.standard_normal((2, 3)), requires_grad=True) for _ in range(2))
+
+    def fn():
+        s = F.stack([F.concatenate([a, b], axis=1), F.concatenate([b, a], axis=1)])
+        return F.einsum("kij,ij->k", s, F.concatenate([a, a], axis=1))
+
+    report = mg.gradcheck_ops(fn)
+    assert [(o.name, o.status) for o in report.ops] == [
+        ("concatenate", "passed")] * 2 + [("stack", "passed"), ("concatenate", "passed"),
+                                           ("einsum", "passed")]
+    assert [r.param for r in report.ops[-1].inputs] == ["operands[0]", "operands[1]"]
+    right = shape_ops._stack
+
+    def stack_wrong(*arrays, axis=0):  # the VJP of the second input gives the first's slice
+        out, vjps = right(*arrays, axis=axis)
+        return out, [vjps[0], vjps[0]] + list(vjps[2:])
+
+    monkeypatch.setattr(shape_ops, "_stack", stack_wrong)
+    report = mg.gradcheck_ops(fn, raise_exception=False)
+    assert failing_inputs(report) == [("stack", 1, "tensors[1]")]
 
 
 def test_arguments_are_checked():
