@@ -26,7 +26,8 @@ from .gradmode import enable_grad, is_grad_enabled, no_grad
 from .runtime import heap
 from .tensor import Tensor, as_tensor, tensor
 from .tools.gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
-from .tools.opcheck import OpcheckReport, gradcheck_ops
+from .tools.opcheck import gradcheck_ops
+from .tools.opreport import OpcheckReport
 from .tools.summary import GraphSummary, graph_summary
 
 __version__ = "0.1.0"

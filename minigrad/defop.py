@@ -392,5 +392,5 @@ def op(forward: Callable | None = None, *, name: str | None = None,
     apply.forward = forward
     apply.op_name = opname
     apply.is_op = True
-    declare(apply)  # findable by its name from a graph node (opcalls.ops_named)
+    declare(apply, opname)  # findable by its name from a graph node (opcalls.ops_named)
     return apply

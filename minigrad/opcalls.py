@@ -31,9 +31,9 @@ __all__ = ["OpCall", "observing_op_calls", "op_calls_observed", "observer_of_op_
 _DECLARED: dict[str, weakref.WeakSet] = {}
 
 
-def declare(op: Callable) -> None:
-    """Note ``op`` (a function made by ``mg.op``, with ``.op_name``) under its name."""
-    _DECLARED.setdefault(op.op_name, weakref.WeakSet()).add(op)
+def declare(op: Callable, name: str) -> None:
+    """Note ``op`` (a function made by ``mg.op``) under ``name``, its nodes' name."""
+    _DECLARED.setdefault(name, weakref.WeakSet()).add(op)
 
 
 def ops_named(name: str) -> list:

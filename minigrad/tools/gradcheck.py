@@ -37,7 +37,7 @@ __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "com
 class GradcheckError(AssertionError):
     """Raised by :func:`gradcheck` when a gradient is wrong; ``.report`` holds the details."""
 
-    def __init__(self, report: GradcheckReport) -> None:
+    def __init__(self, report: Any) -> None:  # a GradcheckReport, or gradcheck_ops' report
         super().__init__(str(report))
         self.report = report
 

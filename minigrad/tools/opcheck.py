@@ -26,8 +26,8 @@ import inspect
 import linecache
 import os
 import sys
-from collections import Counter
-from dataclasses import dataclass, field
+import types
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -39,110 +39,12 @@ from ..gradmode import enable_grad
 from ..graph import Node, toposort
 from ..opcalls import OpCall, observing_op_calls
 from ..tensor import Tensor
-from .gradcheck import GradcheckError, InputReport, compare
+from .gradcheck import GradcheckError, compare
+from .opreport import OpcheckReport, OpInput, OpReport
 
-__all__ = ["gradcheck_ops", "OpcheckReport", "OpReport", "OpInput"]
+__all__ = ["gradcheck_ops"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-@dataclass
-class OpInput:
-    """The check of one input of one op: ``report`` holds the element-wise comparison
-    (``report.index`` is the input's position), ``problem`` what went wrong before any
-    comparison (the VJP raised, or returned a shape that is no broadcast of the input's)."""
-
-    position: int
-    param: str
-    report: InputReport | None = None
-    problem: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and self.report is not None and self.report.ok
-
-    def describe(self) -> str:
-        head = f"input {self.position} ({self.param})"
-        if self.problem is not None:
-            return f"{head}: {self.problem}"
-        r = self.report
-        return (f"{head}, shape {r.shape}: max abs err {r.max_abs_err:.3e}, max rel err "
-                f"{r.max_rel_err:.3e}; worst at {r.worst_index}: analytic {r.analytic:+.6e}, "
-                f"numeric {r.numeric:+.6e}")
-
-
-@dataclass
-class OpReport:
-    """One op call: ``status`` is "passed", "FAILED" or "unchecked" (then ``reason`` says
-    why); ``site`` is where it was called from, ``defined`` where its forward is (both
-    "file:line", or None when unknown); ``number`` its place in the order the ops ran."""
-
-    number: int
-    name: str
-    site: str | None
-    defined: str | None
-    status: str = "passed"
-    reason: str = ""
-    inputs: list = field(default_factory=list)
-    problems: list = field(default_factory=list)
-
-    @property
-    def failures(self) -> list:
-        """The failing inputs, as :class:`OpInput`."""
-        return [r for r in self.inputs if not r.ok]
-
-    def describe(self) -> str:
-        where = f"\n  called at {self.site or 'an unknown place'}" + \
-            (f"\n  defined at {self.defined}" if self.defined else "")
-        if self.status == "unchecked":
-            return f"unchecked op #{self.number} '{self.name}': {self.reason}{where}"
-        lines = [f"{self.status} op #{self.number} '{self.name}'{where}"]
-        lines += [f"  {r.describe()}" for r in self.failures]
-        lines += [f"  problem: {p}" for p in self.problems]
-        return "\n".join(lines)
-
-
-@dataclass
-class OpcheckReport:
-    """Every op call of the checked computation, in the order they ran (:class:`OpReport`).
-    True (``ok``) when no op failed; the unchecked ones are listed, not counted as passed."""
-
-    ops: list = field(default_factory=list)
-
-    @property
-    def failed(self) -> list:
-        return [o for o in self.ops if o.status == "FAILED"]
-
-    @property
-    def unchecked(self) -> list:
-        return [o for o in self.ops if o.status == "unchecked"]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def kinds(self) -> list[tuple[str, int, int, int, int]]:
-        """One row per op name, in order of first run: (name, ran, passed, failed,
-        unchecked)."""
-        counts: dict[str, Counter] = {}
-        for o in self.ops:
-            counts.setdefault(o.name, Counter())[o.status] += 1
-        return [(name, sum(c.values()), c["passed"], c["FAILED"], c["unchecked"])
-                for name, c in counts.items()]
-
-    def __str__(self) -> str:
-        n = len(self.ops)
-        lines = [f"gradcheck_ops {'passed' if self.ok else 'FAILED'}: {n} op calls, "
-                 f"{n - len(self.failed) - len(self.unchecked)} passed, {len(self.failed)} "
-                 f"failed, {len(self.unchecked)} unchecked",
-                 f"{'op':<28} {'ran':>5} {'passed':>7} {'failed':>7} {'unchecked':>10}"]
-        lines += [f"{name:<28} {ran:>5} {ok:>7} {bad:>7} {skip:>10}"
-                  for name, ran, ok, bad, skip in self.kinds()]
-        lines += [o.describe() for o in self.failed + self.unchecked]
-        return "\n".join(lines)
 
 
 @dataclass
@@ -170,7 +72,7 @@ def _short(path: str) -> str:
 
 def _caller() -> str | None:
     """file:line of the first frame outside minigrad (the user's code that called the op)."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back
     return None if frame is None else f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
@@ -326,9 +228,15 @@ def _uncheckable(call: _Call) -> str | None:
 
 def _check_vjps(rep: OpReport, call: _Call, rng: np.random.Generator, eps: float, atol: float,
                 rtol: float) -> None:
+    """Fill ``rep`` for a checkable call: the forward at float64 copies of its inputs, each
+    VJP at a random cotangent (the same one for every VJP, as ``backward`` passes it) against
+    central differences, and a zero cotangent. An input's array is perturbed in place, after
+    every VJP has run (a VJP may hold the array it was given)."""
+    forward = call.forward
+    assert forward is not None  # (_uncheckable said so)
     x = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else _copy(a)
          for a in call.raw]
-    result, vjps = call.forward(*x, **call.kwargs)
+    result, vjps = forward(*x, **call.kwargs)
     outs = _outputs(result)
     if any(o.dtype.kind == "f" and o.dtype != np.float64 for o in outs):
         rep.status = "unchecked"
@@ -344,7 +252,7 @@ def _check_vjps(rep: OpReport, call: _Call, rng: np.random.Generator, eps: float
     several = type(result) is tuple
     analytic = _analytic(rep, call, x, v if several else v[0], joint, per_input, checked)
     zeros = tuple(np.zeros(o.shape, o.dtype) for o in outs)
-    _, vjps0 = call.forward(*x, **call.kwargs)
+    _, vjps0 = forward(*x, **call.kwargs)
     joint0, per_input0 = _vjp_positions(vjps0, len(x))
     scratch = OpReport(rep.number, rep.name, None, None)
     for i, g in _analytic(scratch, call, x, zeros if several else zeros[0], joint0, per_input0,
@@ -354,7 +262,7 @@ def _check_vjps(rep: OpReport, call: _Call, rng: np.random.Generator, eps: float
                                 "nonzero gradient")
 
     def loss() -> float:
-        out = _outputs(call.forward(*x, **call.kwargs)[0])
+        out = _outputs(forward(*x, **call.kwargs)[0])
         return float(sum(np.sum(o * vk) for o, vk in zip(out, v) if o.dtype.kind == "f"))
 
     for i in checked:
@@ -386,7 +294,7 @@ def _analytic(rep: OpReport, call: _Call, x: list, g: Any, joint: Callable | Non
     """Each checked input's VJP result, conformed as ``backward`` conforms it (broadcast axes
     summed, cast to float64), copied; a VJP that raises or returns a wrong shape becomes an
     input with a ``problem`` in ``rep``."""
-    grads = {}
+    grads: dict[int, np.ndarray] = {}
     try:
         if joint is not None:
             needed = tuple(i in checked for i in range(max(len(x), len(call.params))))

@@ -134,8 +134,9 @@ def _human(n: int) -> str:
 def graph_summary(t: Tensor) -> GraphSummary:
     """Summarize the graph that produced ``t``: each op (inputs before results) with its
     output's shape and dtype, the bytes its VJPs keep alive (arrays captured by the
-    closures; an array shared by several ops counts once in the total) and its formula. After ``backward()``
-    without ``retain_graph`` the graph is released: only ``t``'s own op is left, saving 0 bytes.
+    closures; an array shared by several ops counts once in the total) and its formula.
+    After ``backward()`` without ``retain_graph`` the graph is released: only ``t``'s own op
+    is left, saving 0 bytes.
     """
     if not isinstance(t, Tensor):
         raise TypeError(f"graph_summary: got {type(t).__name__}; expected a Tensor")
