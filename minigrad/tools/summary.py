@@ -88,11 +88,17 @@ def formula(node: Node) -> str:
     vjps = [vjp for _, vjp in node.edges or () if vjp is not None]
     if node.joint is not None:
         vjps.append(node.joint.gradients)
-    codes = [getattr(v, "__code__", None) for v in vjps]
-    mine = [c for c in candidates if any(
-        code is not None and code.co_filename == c.forward.__code__.co_filename
-        and code.co_qualname.startswith(c.forward.__qualname__ + ".<locals>")
-        for code in codes)]
+    written = [(v.__code__.co_filename, v.__qualname__) for v in vjps
+               if hasattr(v, "__code__") and hasattr(v, "__qualname__")]
+
+    def wrote(c) -> bool:  # were these VJPs written inside op c's forward?
+        home = getattr(c.forward, "__code__", None)
+        return home is not None and any(
+            filename == home.co_filename
+            and qualname.startswith(c.forward.__qualname__ + ".<locals>")
+            for filename, qualname in written)
+
+    mine = [c for c in candidates if wrote(c)]
     if len({_first_line(c) for c in mine}) == 1:
         return _first_line(mine[0])
     return f"(one of {len(candidates)} ops named {node.op})"
