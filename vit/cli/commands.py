@@ -186,9 +186,6 @@ def _float64_copy(model: TinyViT) -> TinyViT:
 
 def cmd_gradcheck(args: argparse.Namespace) -> int:
 
-    if args.per_op and args.fast:
-        raise ValueError("--per-op checks each op element by element and --fast the whole "
-                         "function along random directions; expected one of them")
     rng = np.random.default_rng(args.seed)
     if args.model is not None:  # the trained model, at its own parameters, on its data
         loaded = open_model_arg(args, args.model, "vit gradcheck MODEL")
@@ -216,7 +213,7 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
         return F.cross_entropy(model(Tensor(x)), soft, label_smoothing=0.1)
 
     if args.per_op:
-        return _gradcheck_per_op(loss, model, what)
+        return _gradcheck_per_op(loss, model, what, args.fast)
     report = mg.gradcheck(loss, list(params), fast=args.fast, raise_exception=False)
     print(f"gradcheck of TinyViT ({what}; {model.num_parameters()} parameters, float64, "
           f"{'random directions' if args.fast else 'every element'}): d loss / d parameter")
@@ -230,14 +227,14 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _gradcheck_per_op(loss: Any, model: TinyViT, what: str) -> int:
+def _gradcheck_per_op(loss: Any, model: TinyViT, what: str, fast: bool) -> int:
     """``vit gradcheck --per-op``: every op of one forward and loss, each checked at its own
     inputs (``mg.gradcheck_ops``); one line per op kind, then the failing and the unchecked
     calls in detail. Exit status 1 when an op failed."""
-    report = mg.gradcheck_ops(loss, raise_exception=False)
+    report = mg.gradcheck_ops(loss, fast=fast, raise_exception=False)
     print(f"gradcheck op by op of TinyViT ({what}; {model.num_parameters()} parameters, "
-          "float64): each op's VJPs against finite differences of its own forward at its "
-          "own inputs")
+          f"float64, {'random directions' if fast else 'every element'}): each op's VJPs "
+          "against finite differences of its own forward at its own inputs")
     print(f"{'op':<24} {'ran':>5} {'passed':>7} {'failed':>7} {'unchecked':>10}")
     for name, ran, passed, failed, unchecked in report.kinds():
         print(f"{name:<24} {ran:>5} {passed:>7} {failed:>7} {unchecked:>10}")

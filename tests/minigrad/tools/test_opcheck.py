@@ -192,6 +192,20 @@ def test_a_wrong_user_op_deep_in_the_model_is_named_with_its_input(model, key, w
     assert f"FAILED op #{bad.number} '{key}'" in text and f"input {position} ({param})" in text
 
 
+@pytest.mark.parametrize("key, wrong, position, param", WRONG, ids=[w[1].__name__ for w in WRONG])
+def test_fast_mode_names_the_same_op_and_input_and_still_its_worst_element(model, key, wrong,
+                                                                           position, param):
+    params, x, labels = model
+    ops = dict(CORRECT, **{key: wrong})
+    report = mg.gradcheck_ops(lambda: composite(params, x, labels, ops), fast=True,
+                              raise_exception=False)
+    assert failing_inputs(report) == [(key, position, param)]
+    worst = report.failed[0].failures[0].report
+    assert worst.mode == "elementwise" and worst.worst_index is not None  # the fallback
+    modes = {r.report.mode for o in report.ops if o.status == "passed" for r in o.inputs}
+    assert modes == {"fast"}
+
+
 def test_a_built_in_op_patched_wrong_is_found_at_each_of_its_calls(model, monkeypatch):
     params, x, labels = model
     right = normalization._layer_norm_vjp_x
@@ -292,3 +306,5 @@ def test_arguments_are_checked():
         mg.gradcheck_ops(lambda x: x, mg.tensor([1.0]))
     with pytest.raises(ValueError, match="eps"):
         mg.gradcheck_ops(lambda: mg.tensor([1.0]).exp(), eps=0.0)
+    with pytest.raises(ValueError, match="directions"):
+        mg.gradcheck_ops(lambda: mg.tensor([1.0]).exp(), fast=True, directions=0)
