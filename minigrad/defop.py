@@ -61,6 +61,7 @@ import numpy as np
 from .checks import refuse_torch_keywords
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
+from .opcalls import OpCall, declare, observer_of_op_calls
 from .tensor import Tensor
 
 __all__ = ["op", "Op", "record", "JointVJP", "as_array_input", "as_floating", "weakly_typed"]
@@ -407,10 +408,17 @@ def op(forward: Callable[..., Any] | None = None, *, name: str | None = None,
             raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
                             f"at most one per positional parameter ({n_positional} "
                             "positional)")
-        return record(out, args, vjps, opname, positional)
+        result = record(out, args, vjps, opname, positional)
+        observer = observer_of_op_calls()  # checking mode (opcalls.py): None outside it
+        if observer is not None:
+            observer(OpCall(apply, opname, forward, params, tuple(args), tuple(raw),
+                            kwargs, result))
+        return result
 
+    params = tuple(positional)
     made = cast(Op, apply)  # (what the three attributes below make it)
     made.forward = forward
     made.op_name = opname
     made.is_op = True
+    declare(made, opname)  # findable by its name from a graph node (opcalls.ops_named)
     return made

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..defop import as_array_input, op, record
+from ..defop import as_array_input, op
 from ..tensor import Tensor
 from . import bounds
+from .variadic import record_variadic
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
@@ -124,7 +125,8 @@ def _check_size(subscripts: str, ops: Sequence[str], out: str, sizes: dict,
                          "operands pairwise)")
 
 
-def _einsum_vjp(k: int, ops: list, out: str, arrays: list, sizes: dict, optimize: Any):
+def _einsum_vjp(k: int, ops: list, out: str, arrays: Sequence[np.ndarray], sizes: dict,
+                optimize: Any):
     """ā_k = einsum(ḡ, the other operands -> operand k's labels), placed on the diagonal
     where operand k repeats a label, and broadcast along labels only operand k has or has at
     a size other than 1 (the engine sums back those operand k has at size 1)."""
@@ -174,14 +176,20 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False) -> Tensor:
             raise TypeError(f"einsum operands[{i}]: got an array of dtype {a.dtype}; expected "
                             "real numbers (a bool, integer or floating dtype)")
         arrays.append(a)
+    return record_variadic(einsum, _einsum, list(operands), arrays, "einsum",
+                           [f"operands[{i}]" for i in range(len(arrays))],
+                           subscripts=subscripts, optimize=optimize)
+
+
+def _einsum(*arrays: np.ndarray, subscripts: str, optimize: Any) -> tuple:
+    """einsum's forward over the operands' arrays: (out, one VJP per operand)."""
     shapes = [a.shape for a in arrays]
     ops, out = _parse(subscripts, shapes)
     sizes = _sizes(ops, shapes)
     _check_size(subscripts, ops, out, sizes, optimize)
     out_array = np.asarray(np.einsum(subscripts, *arrays, optimize=optimize))
-    vjps = [_einsum_vjp(k, ops, out, arrays, sizes, optimize) for k in range(len(arrays))]
-    params = [f"operands[{i}]" for i in range(len(arrays))]
-    return record(out_array, list(operands), vjps, "einsum", params)
+    return out_array, [_einsum_vjp(k, ops, out, arrays, sizes, optimize)
+                       for k in range(len(arrays))]
 
 
 def _tensordot_axes(axes: Any, ndim_a: int, ndim_b: int) -> tuple[tuple, tuple]:

@@ -7,7 +7,7 @@ from itertools import pairwise
 import numpy as np
 
 from ..checks import integer
-from ..defop import as_array_input, op, record
+from ..defop import as_array_input, op
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
@@ -16,6 +16,7 @@ except ImportError:  # pragma: no cover
 from ..tensor import Tensor
 from .bounds import check_output, elements
 from .indexing import getitem
+from .variadic import record_variadic
 
 __all__ = [
     "reshape", "transpose", "permute", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
@@ -142,6 +143,12 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
     tests/minigrad/op_cases/shape.py.
     """
     tensors, arrays = _sequence_inputs(tensors, "concatenate")
+    return record_variadic(concatenate, _concatenate, tensors, arrays, "concatenate",
+                           [f"tensors[{i}]" for i in range(len(arrays))], axis=axis)
+
+
+def _concatenate(*arrays: np.ndarray, axis: int = 0) -> tuple:
+    """concatenate's forward: (out, one VJP per input)."""
     out = np.concatenate(arrays, axis=axis)
     ax = axis % out.ndim
     bounds = np.cumsum([0] + [x.shape[ax] for x in arrays])
@@ -150,8 +157,7 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
         index = (slice(None),) * ax + (slice(lo, hi),)
         return lambda g: g[index]
 
-    vjps = [slicer(lo, hi) for lo, hi in pairwise(bounds)]
-    return record(out, tensors, vjps, "concatenate")
+    return out, [slicer(lo, hi) for lo, hi in pairwise(bounds)]
 
 
 def stack(tensors: Sequence, axis: int = 0) -> Tensor:
@@ -165,6 +171,12 @@ def stack(tensors: Sequence, axis: int = 0) -> Tensor:
     if len(shapes) > 1:
         raise ValueError(f"stack tensors: got shapes {[x.shape for x in arrays]}; expected "
                          "all of one shape")
+    return record_variadic(stack, _stack, tensors, arrays, "stack",
+                           [f"tensors[{i}]" for i in range(len(arrays))], axis=axis)
+
+
+def _stack(*arrays: np.ndarray, axis: int = 0) -> tuple:
+    """stack's forward: (out, one VJP per input)."""
     out = np.stack(arrays, axis=axis)
     ax = axis % out.ndim
 
@@ -172,7 +184,7 @@ def stack(tensors: Sequence, axis: int = 0) -> Tensor:
         index = (slice(None),) * ax + (i,)
         return lambda g: g[index]
 
-    return record(out, tensors, [taker(i) for i in range(len(arrays))], "stack")
+    return out, [taker(i) for i in range(len(arrays))]
 
 
 def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:

@@ -31,14 +31,14 @@ from ..gradmode import no_grad
 from ..graph import Node, backward_many, toposort
 from ..tensor import Tensor
 
-__all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "taylor_check",
-           "TaylorReport"]
+__all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "compare",
+           "taylor_check", "TaylorReport"]
 
 
 class GradcheckError(AssertionError):
     """Raised by :func:`gradcheck` when a gradient is wrong; ``.report`` holds the details."""
 
-    def __init__(self, report: GradcheckReport) -> None:
+    def __init__(self, report: Any) -> None:  # a GradcheckReport, or gradcheck_ops' report
         super().__init__(str(report))
         self.report = report
 
@@ -242,7 +242,10 @@ class _Check:
         return (hi - lo) / (2 * eps)
 
 
-def _compare(i, shape, analytic, numeric, atol, rtol) -> InputReport:
+def compare(i: int, shape: tuple, analytic: np.ndarray, numeric: np.ndarray, atol: float,
+            rtol: float) -> InputReport:
+    """Input ``i``'s analytic gradient against its numeric one, element by element:
+    |analytic - numeric| <= atol + rtol |numeric|, the worst element named."""
     rep = InputReport(index=i, shape=shape)
     if analytic.size == 0:
         return rep
@@ -305,7 +308,7 @@ def gradcheck(fn: Callable[..., Tensor | tuple], inputs: Any, *, eps: float = 1e
             if fast:
                 rep = _fast_input(check, i, g, eps, atol, rtol, directions)
             if rep is None or not rep.ok:  # element-wise names the element
-                rep = _compare(i, shape, g, check.numeric_elementwise(i, eps), atol, rtol)
+                rep = compare(i, shape, g, check.numeric_elementwise(i, eps), atol, rtol)
             report.inputs.append(rep)
     finally:
         check.restore()

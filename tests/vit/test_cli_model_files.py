@@ -106,6 +106,14 @@ def test_gradcheck_checks_a_trained_model_at_its_own_parameters(files, kind, cap
     assert {"head.weight", "cls_token", "block.attn.qkv.weight"} <= names
 
 
+def test_gradcheck_per_op_checks_every_op_of_a_model_file_on_its_data(files, capsys):
+    status, out, err = run(["gradcheck", files["model"], "--per-op", "--batch", "2"], capsys)
+    assert status == 0, out + err
+    assert "2 images of" in out and "gradcheck passed" in out and "0 unchecked)" in out
+    ops = {line.split()[0] for line in out.splitlines()[2:-1]}
+    assert {"linear", "layer_norm", "self_attention", "cross_entropy"} <= ops
+
+
 def test_plot_takes_a_run_folders_checkpoint_and_refuses_a_model_file(files, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     one_line(*run(["plot", files["model"]], capsys)[::2], "a model file",

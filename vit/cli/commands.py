@@ -214,6 +214,8 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     def loss(*_: Tensor) -> Tensor:  # mixup's soft targets with label smoothing, as in training
         return F.cross_entropy(model(Tensor(x)), soft, label_smoothing=0.1)
 
+    if args.per_op:
+        return _gradcheck_per_op(loss, model, what, args.fast)
     report = mg.gradcheck(loss, list(params), fast=args.fast, raise_exception=False)
     print(f"gradcheck of TinyViT ({what}; {model.num_parameters()} parameters, float64, "
           f"{'random directions' if args.fast else 'every element'}): d loss / d parameter")
@@ -224,6 +226,25 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"problem: {problem}")
     print("gradcheck " + ("passed" if report.ok else "FAILED"))
+    return 0 if report.ok else 1
+
+
+def _gradcheck_per_op(loss: Any, model: TinyViT, what: str, fast: bool) -> int:
+    """``vit gradcheck --per-op``: every op of one forward and loss, each checked at its own
+    inputs (``mg.gradcheck_ops``); one line per op kind, then the failing and the unchecked
+    calls in detail. Exit status 1 when an op failed."""
+    report = mg.gradcheck_ops(loss, fast=fast, raise_exception=False)
+    print(f"gradcheck op by op of TinyViT ({what}; {model.num_parameters()} parameters, "
+          f"float64, {'random directions' if fast else 'every element'}): each op's VJPs "
+          "against finite differences of its own forward at its own inputs")
+    print(f"{'op':<24} {'ran':>5} {'passed':>7} {'failed':>7} {'unchecked':>10}")
+    for name, ran, passed, failed, unchecked in report.kinds():
+        print(f"{name:<24} {ran:>5} {passed:>7} {failed:>7} {unchecked:>10}")
+    for op in report.failed + report.unchecked:
+        print(op.describe())
+    checked = len(report.ops) - len(report.unchecked)
+    print(f"gradcheck {'passed' if report.ok else 'FAILED'} ({checked} of {len(report.ops)} op "
+          f"calls checked, {len(report.failed)} failed, {len(report.unchecked)} unchecked)")
     return 0 if report.ok else 1
 
 

@@ -212,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--depth", type=positive_int, default=1,
                    help=f"encoder blocks (default 1; at most {MAX_DEPTH})")
     g.add_argument("--fast", action="store_true", help="random directions, not every element")
+    g.add_argument("--per-op", action="store_true",
+                   help="check each op of one forward and loss at its own inputs (which op's "
+                   "backward formula is wrong), not the whole function; with --fast, random "
+                   "directions of each op's inputs")
     g.add_argument("--seed", type=natural, default=0)
     g.set_defaults(func=cmd_gradcheck)
 

@@ -109,7 +109,7 @@ def write_atomic_group(folder: str | os.PathLike, files: list[tuple[str, bytes]]
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-        for (name, _), tmp in zip(files, temps):
+        for (name, _), tmp in zip(files, temps, strict=True):
             path = os.path.join(folder, name)
             backup = None
             if os.path.lexists(path):

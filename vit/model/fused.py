@@ -31,6 +31,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import Tensor, record
 from minigrad.defop import Op
+from minigrad.opcalls import op_calls_observed
 from minigrad.runtime.blas import one_blas_thread
 from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
 
@@ -70,7 +71,11 @@ def apply_unchecked(op: Op, inputs: Sequence, **consts):
     """``op(*inputs, **consts)`` without the op wrapper's per-argument conversions (numbers,
     NumPy scalars, 0-d arrays): the forward on the Tensors' arrays, recorded as the wrapper
     records it. Only for inputs the caller has checked (Tensors of one floating dtype, with
-    their dimensions), as :func:`embed`, :func:`run_block` and :func:`head` do."""
+    their dimensions), as :func:`embed`, :func:`run_block` and :func:`head` do. In checking
+    mode (``minigrad.opcalls``) it calls the op itself, so that the per-op gradient check
+    sees the call and can check the stage's JointVJP."""
+    if op_calls_observed():
+        return op(*inputs, **consts)
     out, vjps = op.forward(*[x.data for x in inputs], **consts)
     return record(out, inputs, vjps, op.op_name)
 
