@@ -146,6 +146,7 @@ def test_the_bundled_digits_are_merged():
     (["--seeds", "a,b"], ["--seeds", "a,b"]),
     (["--seeds", ""], ["--seeds"]),
     (["--folds", "1"], ["--folds", "1"]),
+    (["--seeds", f"0,{2**63}"], ["seed", str(2**63)]),  # beyond an int64: before fold 0 trains
     (["--patch-size", "3"], ["--patch-size 3"]),
 ])
 def test_bad_crossval_input_exits_2_without_writing(args, words, tmp_path, capsys):

@@ -19,6 +19,7 @@ from ..model.timm_config import BLOCK
 from ..model.timm_convert import from_timm, to_timm
 from ..model.tinyvit import TinyViT
 from ..train.loading import open_model
+from ..train.runfolder import RunLock
 
 __all__ = ["export_timm", "read_timm", "import_timm", "WEIGHTS", "CONFIG"]
 
@@ -64,7 +65,8 @@ def export_timm(source: str | os.PathLike, out: str | os.PathLike,
     config[BLOCK]["weights_sha256"] = hashlib.sha256(weights).hexdigest()
     folder = _out_dir(out)
     text = json.dumps(config, indent=2, allow_nan=False) + "\n"
-    write_atomic_group(folder, [(WEIGHTS, weights), (CONFIG, text.encode())])
+    with RunLock(folder):  # the lock of every folder a command writes: one writer at a time
+        write_atomic_group(folder, [(WEIGHTS, weights), (CONFIG, text.encode())])
     return model, folder
 
 

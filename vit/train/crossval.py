@@ -35,7 +35,7 @@ from .data import Dataset
 from .loop import build_model, load_task, train
 from .optimizer import build_optimizer
 from .options import TrainOptions
-from .runfolder import CHECKPOINT, METRICS, read_metrics
+from .runfolder import CHECKPOINT, METRICS, RunLock, read_metrics
 
 __all__ = ["FOLD_SEED", "stratified_folds", "merged", "fold_dataset", "crossval", "summarize"]
 
@@ -122,19 +122,40 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
     x, y = merged(source)
     fold = stratified_folds(y, folds, FOLD_SEED)
     base = replace(options, task="digits", data=None, seed=seeds[0]).resolved()
+    for s in seeds[1:]:  # every seed as the runs will take it, before any fold trains
+        replace(base, seed=s)
     first, _ = fold_dataset(x, y, fold, 0)
     build_optimizer(base, build_model(base, first), 1)  # bad options fail here, not after files
     out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+    # the folder's own lock, held to the end: a second crossval is refused before it checks
+    # or rewrites anything here (each run below also locks its own run folder)
+    with RunLock(out):
+        return _crossval(options, base, source, x, y, fold, out, folds, seeds, resume,
+                         overwrite, quiet, log, tta)
+
+
+def _crossval(options, base, source, x, y, fold, out: Path, folds: int, seeds: list[int],
+              resume: bool, overwrite: bool, quiet: bool, log, tta: bool) -> dict:
+    """:func:`crossval` once ``out`` is held."""
     runs = [(i, s, out / f"fold{i}-seed{s}") for i in range(folds) for s in seeds]
     used = [r for _, _, r in runs if (r / CHECKPOINT).exists()] + \
         [out / RESULT] * (out / RESULT).exists()
     if used and not (resume or overwrite):
         raise ValueError(f"--out {out} already holds a cross-validation ({used[0]}); pass "
                          "--resume to continue it or --overwrite to start again")
+    # crossval.json is the folder's commit record: it goes first and is written last, so it
+    # never stands beside runs it does not describe (an interrupted --overwrite or --resume
+    # leaves none, and the next --resume writes it again)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        os.unlink(out / RESULT)
+    except FileNotFoundError:
+        pass
     except OSError as e:
-        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+        raise ValueError(f"--out {out}: cannot remove {RESULT} ({e.strerror or e})") from None
     for i in range(folds):
         path = out / f"fold{i}.npz"
         _, arrays = fold_dataset(x, y, fold, i)
