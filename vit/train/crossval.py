@@ -32,8 +32,7 @@ from ..io.npz import load_npz, save_npz_atomic
 from ..model.predict import predict
 from .checkpoint import load_checkpoint
 from .data import Dataset
-from .loop import build_model, load_task, train
-from .optimizer import build_optimizer
+from .loop import check_first_step, load_task, train
 from .options import TrainOptions
 from .runfolder import CHECKPOINT, METRICS, RunLock, read_metrics
 
@@ -125,7 +124,7 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
     for s in seeds[1:]:  # every seed as the runs will take it, before any fold trains
         replace(base, seed=s)
     first, _ = fold_dataset(x, y, fold, 0)
-    build_optimizer(base, build_model(base, first), 1)  # bad options fail here, not after files
+    check_first_step(base, first)  # bad options fail here, not after files
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@
 
     OUT/checkpoint.npz   the whole state after the last completed epoch (checkpoint.py)
     OUT/metrics.jsonl    one JSON object per epoch (flushed and fsynced line by line)
-    OUT/.run.lock        while the run lives: its flock, pid, host and start (runfolder.py)
+    OUT/.run.lock        while the run lives: its pid, host and start (the flock is on OUT
+                         itself: runfolder.py)
 
 Every file is written through vit/io/atomic.py (never through a symlink at its name, with the
 umask's permissions), and only the run that holds the lock writes in the folder.
@@ -35,14 +36,15 @@ from ..model.losses import mixup, one_hot
 from ..model.modelfile import input_range_of
 from ..model.normalizer import Normalizer
 from ..model.tinyvit import TinyViT
-from .augment import random_affine, random_shift
+from .augment import random_affine, random_affine_params, random_shift
 from .checkpoint import check_progress, load_checkpoint, save_checkpoint
 from .data import Dataset, load_data, position_task
 from .optimizer import build_optimizer
 from .options import TrainOptions
 from .runfolder import CHECKPOINT, METRICS, keep_metrics_until, open_run_folder
 
-__all__ = ["TrainingDiverged", "load_task", "build_model", "evaluate", "train"]
+__all__ = ["TrainingDiverged", "load_task", "build_model", "check_first_step", "evaluate",
+           "train"]
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint was kept."""
@@ -72,6 +74,16 @@ def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
                    num_classes=data.num_classes, use_pos_emb=not options.no_pos_emb,
                    depth=options.depth, dtype=np.dtype(options.dtype), seed=options.seed,
                    fused=options.fused)
+
+
+def check_first_step(o: TrainOptions, data: Dataset) -> None:
+    """Build what the first step builds from ``o`` (the model, the optimizer, one draw of the
+    augmentation's sampler), so that whatever they refuse is refused before any file is
+    written (with ``--overwrite``, before the previous run is gone)."""
+    build_optimizer(o, build_model(o, data), 1)
+    if o.rotate or o.scale or o.translate:
+        random_affine_params(1, data.image_shape[1:], np.random.default_rng(0), rotate=o.rotate,
+                             scale=o.scale, translate=o.translate)
 
 
 def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
@@ -130,6 +142,7 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     """
     o = options.resolved()
     data = load_task(o)  # bad data fails before any folder is made
+    check_first_step(o, data)
     out = Path(out)
     with open_run_folder(out, CHECKPOINT, resume, overwrite):  # held until the run ends, however it ends
         return _run(options, o, data, out, resume, stop_after, quiet, log)
