@@ -58,3 +58,38 @@ def test_vit_import_refuses_a_non_finite_weight(tmp_path, capsys):
     status, _, err = run_cli(["import", out, "--out", tmp_path / "back.npz"], capsys)
     assert status == 2 and "head.weight" in err and "finite" in err, err
     assert not (tmp_path / "back.npz").exists()
+
+
+def test_pixels_beyond_what_the_arithmetic_keeps_finite_are_refused():
+    from vit.model.input_bound import input_limit
+    model = TinyViT(**CFG, dtype=np.float32, seed=0)  # inputs used as given
+    assert 1e12 < input_limit(model) < 1e19  # sqrt(3.4e38 / 8) / 4 over the column sums
+    huge = np.full((2, 8, 8), 2**64 - 1, np.uint64)
+    with pytest.raises(ValueError, match="images.*normalized pixels reach 1.8.e\\+19"):
+        model.predict(huge, probabilities=True)
+    assert np.isfinite(model.predict(np.full((2, 8, 8), 1e6), probabilities=True)).all()
+
+
+def test_a_std_at_the_floor_is_refused_where_it_would_overflow():
+    from vit.model.normalizer import STD_FLOOR
+    model = TinyViT(**CFG, dtype=np.float32, seed=0)
+    model.normalizer = Normalizer(np.zeros(1), np.full(1, STD_FLOOR))
+    images = np.zeros((2, 8, 8), np.float32)
+    assert model.predict(images).shape == (2,)  # zero pixels: zero inputs, finite
+    images[0, 3, 3] = 16
+    with pytest.raises(ValueError, match="normalization std"):
+        model.predict(images)
+
+
+def test_training_refuses_test_pixels_beyond_the_bound_before_any_epoch(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    y = np.tile(np.arange(2), 20)
+    x = (rng.integers(0, 2, (40, 8, 8)) * 1e-30).astype(np.float32)  # std about 5e-31
+    np.savez(tmp_path / "d.npz", x=x, y=y, x_test=np.full((4, 8, 8), 16, np.float32),
+             y_test=np.arange(4) % 2)
+    out = tmp_path / "run"
+    status, _, err = run_cli(["train", "--data", tmp_path / "d.npz", "--out", out, "--dim", "8",
+                              "--heads", "2", "--mlp-dim", "8", "--epochs", "1", "--quiet"],
+                             capsys)
+    assert status == 2 and "test images" in err and err.count("\n") == 1, err
+    assert not (out / "checkpoint.npz").exists() and not (out / "metrics.jsonl").exists()

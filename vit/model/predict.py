@@ -18,6 +18,7 @@ import minigrad as mg
 from minigrad import Tensor, checks
 
 from .config import activation_bytes, current_limits
+from .input_bound import check_inputs
 from .normalizer import all_finite
 from .views import TTA_SHIFTS, shifted
 
@@ -96,6 +97,7 @@ def model_inputs(model, images, where: str = "TinyViT.predict images") -> np.nda
         out = model.normalizer(as_float32(x, where), model.dtype)
     else:
         out = x.astype(model.dtype)
+    check_inputs(model, out, where)  # beyond it the LayerNorms overflow: NaN answers
     problem = range_problem(low, high, getattr(model, "input_range", None), where)
     if problem:
         warnings.warn(problem, InputRangeWarning, stacklevel=3)

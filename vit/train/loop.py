@@ -33,6 +33,7 @@ from minigrad import F, Tensor
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
 from ..model.losses import mixup, one_hot
+from ..model.input_bound import check_inputs
 from ..model.modelfile import input_range_of
 from ..model.normalizer import Normalizer
 from ..model.tinyvit import TinyViT
@@ -255,6 +256,9 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
     input_range = (ck.input_range if ck else None) or input_range_of(data.x_train)
     model = ck.model if ck else build_model(o, data)
     arrays = _normalized(normalizer, data, model.dtype)
+    # before any file of the run is written: beyond the bound the losses are NaN
+    check_inputs(model, arrays.x_train, "--data training images")
+    check_inputs(model, arrays.x_test, "--data test images")
     steps = math.ceil(len(arrays.x_train) / o.batch_size)
     optimizer, schedule, rng, start = _training_state(ck, o, model, steps, out, log)
 
