@@ -57,7 +57,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .checks import refuse_torch_keywords
+from .checks import refuse_torch_keywords, shown
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
 from .tensor import Tensor
@@ -104,6 +104,33 @@ def as_array_input(value: Any, op: str, param: str) -> Any:
         raise TypeError(f"{op} {param}: got an array of dtype {value.dtype}; expected real "
                         "numbers (a bool, integer or floating dtype)")
     return value
+
+
+_C_LONG = 2**63
+
+
+def _too_large_argument(signature: inspect.Signature, args: tuple,
+                        kwargs: dict) -> tuple[str, Any] | None:
+    """(name, value) of the first argument holding an int beyond a C long (itself, or in a
+    tuple or list, nested up to 3 deep), or None: what turned into NumPy's OverflowError."""
+    def holds(value: Any, depth: int) -> bool:
+        if type(value) is int:
+            return not -_C_LONG <= value < _C_LONG
+        if depth and isinstance(value, (tuple, list)):
+            return any(holds(v, depth - 1) for v in value)
+        return False
+    try:
+        bound = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for name, value in bound.items():
+        if isinstance(value, dict):  # a forward's own **kwargs
+            for k, v in value.items():
+                if holds(v, 3):
+                    return k, v
+        elif holds(value, 3):
+            return name, value
+    return None
 
 
 def as_floating(a: Any) -> np.ndarray:
@@ -375,7 +402,19 @@ def op(forward: Callable | None = None, *, name: str | None = None,
                 _numbers_as_arrays(args, raw, checked)
         if zero_d:  # (weakly_typed returns at once when no operand has dimensions)
             weakly_typed(raw, operands)
-        out, vjps = forward(*raw, **kwargs) if kwargs else forward(*raw)  # (no empty dict)
+        try:  # (free unless it raises)
+            out, vjps = forward(*raw, **kwargs) if kwargs else forward(*raw)  # (no empty dict)
+        except (OverflowError, ValueError) as e:  # "Python int too large to convert to C
+            # long", or NumPy's "Maximum allowed dimension exceeded" for a size past intp
+            if isinstance(e, ValueError) and "Maximum allowed dimension" not in str(e):
+                raise
+            too_large = _too_large_argument(signature, args, kwargs)
+            if too_large is None:
+                raise
+            name, value = too_large
+            raise ValueError(f"{opname} {name}: got {shown(value)}; expected integers between "
+                             f"-2**63 and 2**63 - 1 (what NumPy takes as an axis, a size or a "
+                             "count)") from None
         if type(vjps) is tuple and len(vjps) > n_positional:
             raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
                             f"at most one per positional parameter ({n_positional} "

@@ -13,7 +13,7 @@ over D of ``(h - mean(h))**2``, in the model's dtype: it is finite only while ev
 
 the stream is safe while ``max|z| <= (sqrt(fmax / D) / 4 - offsets) / max_j sum_i |W[i, j]|``,
 the 4 being the 2 above times 2 for what the blocks add to the stream. For float32 and
-D = 64 that is about 2.3e18 / the column sum: far beyond any image's normalized pixels
+D = 64 that is about 5.8e17 / the column sum: far beyond any image's normalized pixels
 (|z| is at most sqrt(N) for the training pixels the statistics were fitted on), and below
 uint64 pixels near 2**64 or a pixel over a std of 1e-38, which made NaN answers before.
 """
