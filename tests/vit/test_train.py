@@ -382,3 +382,16 @@ def test_an_option_the_first_step_would_refuse_is_refused_before_any_write(bad, 
     status, _, err = run(["train", "--out", done, "--overwrite", *tiny, *bad], capsys)
     assert status == 2 and err.count("\n") == 1, err
     assert {p.name: p.read_bytes() for p in done.iterdir()} == before
+
+
+def test_a_batch_beyond_the_activation_bound_is_refused_before_any_write(tmp_path):
+    """Checked from the options and the data's shape, before the folder exists (it was
+    checked by the first forward, after the augmentation had built the batch)."""
+    from vit.model.config import activation_bytes, limits
+    o = TrainOptions(dim=8, heads=2, mlp_dim=8, epochs=1, batch_size=256)
+    per_image = activation_bytes(dict(img_size=8, patch_size=4, dim=8, num_heads=2,
+                                      mlp_dim=8), 4)
+    with limits(max_activation_bytes=100 * per_image):
+        with pytest.raises(ValueError, match="--batch-size 256.*expected at most"):
+            train(o, tmp_path / "run", quiet=True, log=lambda s: None)
+    assert not (tmp_path / "run").exists()

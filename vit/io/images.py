@@ -4,6 +4,7 @@ within a byte bound and never unpickled."""
 from __future__ import annotations
 
 import io
+import os
 import warnings
 
 import numpy as np
@@ -18,6 +19,11 @@ __all__ = ["MAX_IMAGE_PIXELS", "MAX_ARRAY_BYTES", "open_picture", "picture_pixel
 MAX_IMAGE_PIXELS = 1 << 24
 #: The largest ``.npy`` or ``.npz`` file of images read (its bytes, and the arrays declared).
 MAX_ARRAY_BYTES = 1 << 28
+#: What predict builds from each pixel of an array file: its float32 value, the normalized
+#: float32 input and the batch of every file together (3 x 4 bytes). The array file's bound,
+#: MAX_ARRAY_BYTES, applies to that, not only to the bytes read: 256 MB of uint8 zeros
+#: compress to 250 KB and would become 3 GB.
+BUILT_BYTES_PER_PIXEL = 12
 def _pillow():
     try:
         from PIL import Image, ImageOps
@@ -74,8 +80,10 @@ def _read_npy(path: str) -> np.ndarray:
     most ``vit.io.npz.MAX_HEADER_BYTES``) must declare exactly the data that follows it, and
     only then is the array built."""
     with open_regular(path, ".npy array") as f:
-        data = f.read(MAX_ARRAY_BYTES + 1)
-    if len(data) > MAX_ARRAY_BYTES:
+        size = os.fstat(f.fileno()).st_size
+        # what is built from it is bounded, and the file's size says that before any read
+        data = b"" if size > MAX_ARRAY_BYTES else f.read(MAX_ARRAY_BYTES + 1)
+    if size > MAX_ARRAY_BYTES or len(data) > MAX_ARRAY_BYTES:
         raise ValueError(f"{path}: larger than {MAX_ARRAY_BYTES:,} bytes; expected a smaller "
                          ".npy array of images")
     fmt, buf = np.lib.format, io.BytesIO(data)
@@ -92,6 +100,11 @@ def _read_npy(path: str) -> np.ndarray:
         if declared != held:
             raise ValueError(f"its header declares {shorten(shape)} of {dtype} ({declared:,} "
                              f"bytes) but {held:,} bytes follow")
+        count = int(np.prod(shape, dtype=object))
+        if count * max(dtype.itemsize, BUILT_BYTES_PER_PIXEL) > MAX_ARRAY_BYTES:
+            raise ValueError(f"its {count:,} pixels would take "
+                             f"{count * BUILT_BYTES_PER_PIXEL:,} bytes as predict's inputs; "
+                             f"expected at most {MAX_ARRAY_BYTES:,}")
         buf.seek(0)
         return np.load(buf, allow_pickle=False)
     except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
@@ -103,7 +116,8 @@ def read_array(path: str) -> np.ndarray:
     if path.lower().endswith(".npy"):
         x = _read_npy(path)
     else:
-        arrays = load_npz(path, max_bytes=MAX_ARRAY_BYTES)  # never unpickles, sizes bounded
+        arrays = load_npz(path, max_bytes=MAX_ARRAY_BYTES,  # never unpickles, sizes bounded
+                          built_itemsize=BUILT_BYTES_PER_PIXEL)
         if len(arrays) != 1:
             raise ValueError(f"{path}: holds {len(arrays)} arrays {shorten(sorted(arrays))}; "
                              "expected exactly one array of images")

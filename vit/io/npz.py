@@ -158,7 +158,7 @@ class _Member(NamedTuple):
     nbytes: int
 
 
-def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
+def load_npz(path, max_bytes: int = MAX_NPZ_BYTES, built_itemsize: int = 0) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
     Before anything is allocated: the path must be a regular file (``vit.io.files.open_regular``)
@@ -169,7 +169,9 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     ``MEMBER_KINDS`` of itemsize > 0 (so the element count is bounded with the bytes; strings
     only 0-d, at most ``MAX_TEXT_CHARS``) and a shape whose data is exactly the rest of the
     member; and all the arrays together at most ``vit.io.files.decoded_limit(file size,
-    max_bytes)`` bytes. Members are then inflated in
+    max_bytes)`` bytes, counting each element as ``built_itemsize`` bytes where that is more
+    than its own (what the caller builds from it: float32 copies of uint8 pixels). Members
+    are then inflated in
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).
     """
@@ -182,7 +184,7 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
             limit = decoded_limit(size, max_bytes)
             f.seek(0)
             with zipfile.ZipFile(f) as zf:
-                plan = _plan_members(zf, where, limit)  # every header checked first
+                plan = _plan_members(zf, where, limit, built_itemsize)  # every header first
                 return {m.info.filename[:-len(".npy")]: _read_member(zf, m, where)
                         for m in plan}
     except FileNotFoundError:
@@ -296,7 +298,8 @@ def _read_at(f, offset: int, length: int) -> bytes:
     return f.read(length)
 
 
-def _plan_members(zf: zipfile.ZipFile, where: str, limit: int) -> list[_Member]:
+def _plan_members(zf: zipfile.ZipFile, where: str, limit: int,
+                  built_itemsize: int = 0) -> list[_Member]:
     """Every member's header read and checked (names, dtypes, declared against held bytes,
     the running total against ``limit``) before any member's data is allocated."""
     infos = zf.infolist()
@@ -320,12 +323,14 @@ def _plan_members(zf: zipfile.ZipFile, where: str, limit: int) -> list[_Member]:
             count *= n
             span *= max(n, 1)  # an empty shape too big for any array is refused
         nbytes = count * dtype.itemsize  # itemsize >= 1: bounds the count too
-        total += nbytes
+        built = count * max(dtype.itemsize, built_itemsize)
+        total += built
         if total > limit or span > limit:
+            as_built = f", {built:,} as the caller builds it" if built > nbytes else ""
             raise ValueError(
                 f"{where}: member {name!r} declares shape {shape} of {dtype} ({nbytes:,} "
-                f"bytes); expected at most {limit:,} bytes of arrays in one file (a corrupt "
-                "or hostile header)")
+                f"bytes{as_built}); expected at most {limit:,} bytes of arrays in one file (a "
+                "corrupt or hostile header, or more images than one call takes)")
         held = info.file_size - header
         if held != nbytes:
             problem = "truncated or corrupt" if held < nbytes else \

@@ -17,6 +17,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import Tensor, checks
 
+from ..io.files import check_built
 from .config import activation_bytes, current_limits
 from .input_bound import check_inputs
 from .normalizer import all_finite
@@ -146,6 +147,11 @@ def predict(model, images, *, probabilities: bool = False, tta: bool = False) ->
         if not isinstance(value, bool):
             raise TypeError(f"TinyViT.predict {name}: got {value!r}; expected True or False")
     x = model_inputs(model, images)
+    # the (N, K) logits, their float64 softmax and its exponentials (and TTA's running sum)
+    # grow with the model file's class count, not with the images' bytes: bounded first
+    check_built("TinyViT.predict images", f"the scores of {len(x):,} images x "
+                f"{model.config['num_classes']:,} classes", len(x) * model.config["num_classes"],
+                4 * 8, current_limits()[1], "predict fewer images per call")
     if tta:
         probs = tta_probabilities(model, x)
         return probs if probabilities else np.argmax(probs, axis=1).astype(np.int64)

@@ -33,6 +33,8 @@ from minigrad import F, Tensor
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
 from ..model.losses import mixup, one_hot
+from ..io.files import check_built
+from ..model.config import activation_bytes, current_limits
 from ..model.input_bound import check_inputs
 from ..model.modelfile import input_range_of
 from ..model.normalizer import Normalizer
@@ -81,7 +83,13 @@ def check_first_step(o: TrainOptions, data: Dataset) -> None:
     """Build what the first step builds from ``o`` (the model, the optimizer, one draw of the
     augmentation's sampler), so that whatever they refuse is refused before any file is
     written (with ``--overwrite``, before the previous run is gone)."""
-    build_optimizer(o, build_model(o, data), 1)
+    model = build_model(o, data)
+    build_optimizer(o, model, 1)
+    # a step's batch is bounded before the augmentation builds it, not by the forward after
+    batch = min(o.batch_size, len(data.x_train))
+    check_built(f"--batch-size {o.batch_size}", f"the activations of a batch of {batch:,} "
+                "images", batch, activation_bytes(model.config, model.dtype.itemsize),
+                current_limits()[1], "lower --batch-size")
     if o.rotate or o.scale or o.translate:
         random_affine_params(1, data.image_shape[1:], np.random.default_rng(0), rotate=o.rotate,
                              scale=o.scale, translate=o.translate)
@@ -91,6 +99,8 @@ def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
              batch_size: int = 512) -> tuple[float, float, np.ndarray]:
     """(mean cross-entropy, accuracy, predictions) on normalized images, in batches, no graph."""
     total, preds = 0.0, []
+    per_image = activation_bytes(model.config, model.dtype.itemsize)
+    batch_size = max(1, min(batch_size, current_limits()[1] // per_image))  # the model's bound
     with mg.no_grad():
         for i in range(0, len(x), batch_size):
             logits = model(Tensor(x[i:i + batch_size]))
