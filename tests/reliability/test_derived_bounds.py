@@ -80,3 +80,20 @@ def test_eval_prints_a_confusion_matrix_of_many_classes_in_short(tmp_path, capsy
     status, out, err = run_cli(["eval", tmp_path / "m.npz", "--data", tmp_path / "d.npz"], capsys)
     assert status == 0, err
     assert len(out.splitlines()) < 40 and "500 classes" in out, out[:2000]
+
+
+def test_vit_import_reads_a_small_export_under_an_address_space_cap(tmp_path, capsys):
+    """The weights are read by their size (fstat), not by asking for the 4 GiB bound up
+    front, which an address-space limit refuses."""
+    pytest.importorskip("safetensors")
+    from reliability_util import run_cli
+    from vit import TinyViT
+    TinyViT(img_size=8, patch_size=4, dim=8, num_heads=2, mlp_dim=8, seed=0).save(
+        tmp_path / "m.npz")
+    assert run_cli(["export", tmp_path / "m.npz", "--to", "timm", "--out", tmp_path / "t"],
+                   capsys)[0] == 0
+    result, rss = run_limited("from vit.cli.timm_folder import import_timm\n"
+                              f"import_timm({str(tmp_path / 't')!r}, "
+                              f"{str(tmp_path / 'back.npz')!r})", limit_mb=1024)
+    assert result == "ok", result
+    assert (tmp_path / "back.npz").exists() and rss < SMALL_PEAK_KB
