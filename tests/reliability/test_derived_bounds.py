@@ -97,3 +97,13 @@ def test_vit_import_reads_a_small_export_under_an_address_space_cap(tmp_path, ca
                               f"{str(tmp_path / 'back.npz')!r})", limit_mb=1024)
     assert result == "ok", result
     assert (tmp_path / "back.npz").exists() and rss < SMALL_PEAK_KB
+
+
+@pytest.mark.slow
+def test_an_unknown_checkpoint_entry_is_refused_by_its_name_before_it_is_read(tmp_path):
+    from hostile_util import small_checkpoint
+    path = small_checkpoint(tmp_path / "c.npz", extra=np.zeros(200 << 20, np.uint8))
+    result, rss = run_limited("from vit.train.checkpoint import load_checkpoint\n"
+                              f"load_checkpoint({str(path)!r})", limit_mb=None)
+    refused(result, "c.npz", "'extra'")
+    assert rss < SMALL_PEAK_KB, rss
