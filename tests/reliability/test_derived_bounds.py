@@ -107,3 +107,12 @@ def test_an_unknown_checkpoint_entry_is_refused_by_its_name_before_it_is_read(tm
                               f"load_checkpoint({str(path)!r})", limit_mb=None)
     refused(result, "c.npz", "'extra'")
     assert rss < SMALL_PEAK_KB, rss
+
+
+@pytest.mark.slow
+def test_vit_load_refuses_an_unknown_entry_by_its_name_before_it_is_read(tmp_path):
+    from hostile_util import small_checkpoint
+    path = small_checkpoint(tmp_path / "c.npz", extra=np.zeros(200 << 20, np.uint8))
+    result, rss = run_limited(f"import vit\nvit.load({str(path)!r})", limit_mb=None)
+    refused(result, "c.npz", "'extra'")
+    assert rss < SMALL_PEAK_KB, rss
