@@ -128,7 +128,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # (K, K) confusion matrix are bounded before either exists
     limit = current_limits()[1]
     check_built(str(loaded.path), f"the scores of {len(y):,} images x {k:,} classes",
-                len(y) * k, 4 * 8, limit)
+                len(y) * k, 5 * 8, limit)
     check_built(str(loaded.path), f"the confusion matrix of {k:,} classes", k * k, 8, limit)
     if args.tta:
         probs = tta_probabilities(model, x)

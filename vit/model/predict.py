@@ -147,11 +147,12 @@ def predict(model, images, *, probabilities: bool = False, tta: bool = False) ->
         if not isinstance(value, bool):
             raise TypeError(f"TinyViT.predict {name}: got {value!r}; expected True or False")
     x = model_inputs(model, images)
-    # the (N, K) logits, their float64 softmax and its exponentials (and TTA's running sum)
-    # grow with the model file's class count, not with the images' bytes: bounded first
+    # the (N, K) logits, their float64 softmax, its exponentials and TTA's running sum (at most
+    # 5 x 8 bytes a score) grow with the model file's class count, not with the images' bytes:
+    # bounded first
     check_built("TinyViT.predict images", f"the scores of {len(x):,} images x "
                 f"{model.config['num_classes']:,} classes", len(x) * model.config["num_classes"],
-                4 * 8, current_limits()[1], "predict fewer images per call")
+                5 * 8, current_limits()[1], "predict fewer images per call")
     if tta:
         probs = tta_probabilities(model, x)
         return probs if probabilities else np.argmax(probs, axis=1).astype(np.int64)
