@@ -24,6 +24,52 @@ MAX_ARRAY_BYTES = 1 << 28
 #: MAX_ARRAY_BYTES, applies to that, not only to the bytes read: 256 MB of uint8 zeros
 #: compress to 250 KB and would become 3 GB.
 BUILT_BYTES_PER_PIXEL = 12
+#: The CPU budget of decoding a JPEG, in scans x pixels: a progressive JPEG is decoded one
+#: scan at a time, each a pass over the whole image, and its scan count is the file's to
+#: choose (encoders write about 10; a few KB of repeated scans made thousands, minutes of
+#: CPU for one file). 2**30 is 64 passes over the largest picture taken, more for smaller
+#: ones, but never more than MAX_JPEG_SCANS. Counted from the markers before decoding.
+MAX_SCAN_PIXELS = 1 << 30
+MAX_JPEG_SCANS = 1000
+#: The largest picture file read (a 4096 x 4096 JPEG at the highest quality is under 30 MB).
+MAX_PICTURE_BYTES = 64 << 20
+
+
+def jpeg_scans(data: bytes) -> int:
+    """The number of scans (SOS markers) of the JPEG ``data``, found by walking its marker
+    segments and skipping each scan's entropy-coded bytes (0xFF00 stuffing and restart
+    markers are part of them); stops at the end of the image or of the data."""
+    i, n, scans = 2, len(data), 0
+    while i + 1 < n:
+        if data[i] != 0xFF:
+            return scans  # not at a marker: corrupt; Pillow says so when decoding
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0xD9:  # end of image
+            return scans
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # no length
+            i += 2
+            continue
+        if i + 4 > n:
+            return scans
+        i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+        if marker != 0xDA:
+            continue
+        scans += 1
+        while True:  # the entropy-coded data, up to the next marker that is not RST/stuffing
+            i = data.find(b"\xff", i)
+            if i < 0 or i + 1 >= n:
+                return scans
+            follower = data[i + 1]
+            if follower == 0x00 or 0xD0 <= follower <= 0xD7 or follower == 0xFF:
+                i += 1 if follower == 0xFF else 2
+                continue
+            break
+    return scans
+
+
 def _pillow():
     try:
         from PIL import Image, ImageOps
@@ -38,28 +84,41 @@ def open_picture(path: str):
     the header (at most ``MAX_IMAGE_PIXELS``) before a pixel is decoded."""
     Image, ImageOps = _pillow()
     with open_regular(path, "PNG/JPEG picture") as f:
-        try:
-            with warnings.catch_warnings():  # Pillow's bomb warning is a refusal here
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                im = Image.open(f, formats=("PNG", "JPEG"))
-                w, h = im.size
-                if w * h > MAX_IMAGE_PIXELS:
-                    raise ValueError(f"{path}: a {w}x{h} picture ({w * h:,} pixels); expected "
-                                     f"at most {MAX_IMAGE_PIXELS:,} pixels")
-                im.load()
-        except ValueError as e:
-            if str(e).startswith(path):
-                raise
-            raise ValueError(f"{path}: not a readable PNG or JPEG picture ({e})") from None
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-            raise ValueError(f"{path}: too large a picture ({e}); expected at most "
-                             f"{MAX_IMAGE_PIXELS:,} pixels") from None
-        except Image.UnidentifiedImageError:
-            raise ValueError(f"{path}: not a PNG or JPEG picture (unrecognized contents); "
-                             "expected a .png, .jpg, .npy or .npz file") from None
-        except (OSError, SyntaxError, EOFError, TypeError, IndexError, KeyError) as e:
-            raise ValueError(f"{path}: not a readable PNG or JPEG picture, truncated or "
-                             f"corrupt ({e})") from None
+        size = os.fstat(f.fileno()).st_size
+        data = b"" if size > MAX_PICTURE_BYTES else f.read(MAX_PICTURE_BYTES + 1)
+    if size > MAX_PICTURE_BYTES or len(data) > MAX_PICTURE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_PICTURE_BYTES:,} bytes; expected a "
+                         "PNG or JPEG picture of at most that")
+    try:
+        with warnings.catch_warnings():  # Pillow's bomb warning is a refusal here
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data), formats=("PNG", "JPEG"))
+            w, h = im.size
+            if w * h > MAX_IMAGE_PIXELS:
+                raise ValueError(f"{path}: a {w}x{h} picture ({w * h:,} pixels); expected "
+                                 f"at most {MAX_IMAGE_PIXELS:,} pixels")
+            if im.format == "JPEG":  # the decoding's CPU, bounded before it is spent
+                scans = jpeg_scans(data)
+                budget = min(MAX_JPEG_SCANS, max(1, MAX_SCAN_PIXELS // max(1, w * h)))
+                if scans > budget:
+                    raise ValueError(f"{path}: a JPEG of {scans:,} scans for {w}x{h} "
+                                     f"pixels; expected at most {budget:,} (each scan is "
+                                     "a pass over the image: "
+                                     "vit.io.images.MAX_SCAN_PIXELS)")
+            im.load()
+    except ValueError as e:
+        if str(e).startswith(path):
+            raise
+        raise ValueError(f"{path}: not a readable PNG or JPEG picture ({e})") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise ValueError(f"{path}: too large a picture ({e}); expected at most "
+                         f"{MAX_IMAGE_PIXELS:,} pixels") from None
+    except Image.UnidentifiedImageError:
+        raise ValueError(f"{path}: not a PNG or JPEG picture (unrecognized contents); "
+                         "expected a .png, .jpg, .npy or .npz file") from None
+    except (OSError, SyntaxError, EOFError, TypeError, IndexError, KeyError) as e:
+        raise ValueError(f"{path}: not a readable PNG or JPEG picture, truncated or "
+                         f"corrupt ({e})") from None
     return ImageOps.exif_transpose(im), Image
 
 
