@@ -57,7 +57,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .checks import refuse_torch_keywords, shown
+from .checks import int_beyond_c_long, refuse_torch_keywords, shown
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
 from .tensor import Tensor
@@ -104,33 +104,6 @@ def as_array_input(value: Any, op: str, param: str) -> Any:
         raise TypeError(f"{op} {param}: got an array of dtype {value.dtype}; expected real "
                         "numbers (a bool, integer or floating dtype)")
     return value
-
-
-_C_LONG = 2**63
-
-
-def _too_large_argument(signature: inspect.Signature, args: tuple,
-                        kwargs: dict) -> tuple[str, Any] | None:
-    """(name, value) of the first argument holding an int beyond a C long (itself, or in a
-    tuple or list, nested up to 3 deep), or None: what turned into NumPy's OverflowError."""
-    def holds(value: Any, depth: int) -> bool:
-        if type(value) is int:
-            return not -_C_LONG <= value < _C_LONG
-        if depth and isinstance(value, (tuple, list)):
-            return any(holds(v, depth - 1) for v in value)
-        return False
-    try:
-        bound = signature.bind_partial(*args, **kwargs).arguments
-    except TypeError:
-        return None
-    for name, value in bound.items():
-        if isinstance(value, dict):  # a forward's own **kwargs
-            for k, v in value.items():
-                if holds(v, 3):
-                    return k, v
-        elif holds(value, 3):
-            return name, value
-    return None
 
 
 def as_floating(a: Any) -> np.ndarray:
@@ -408,7 +381,7 @@ def op(forward: Callable | None = None, *, name: str | None = None,
             # long", or NumPy's "Maximum allowed dimension exceeded" for a size past intp
             if isinstance(e, ValueError) and "Maximum allowed dimension" not in str(e):
                 raise
-            too_large = _too_large_argument(signature, args, kwargs)
+            too_large = int_beyond_c_long(signature, args, kwargs)
             if too_large is None:
                 raise
             name, value = too_large
