@@ -136,11 +136,11 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
     held = [x]  # handed over, not shared: _crossval lets go of the images once written
     del x
     with RunLock(out):
-        return _crossval(options, base, name, held, y, fold, out, folds, seeds, resume,
-                         overwrite, quiet, log, tta)
+        return _crossval(base, name, held, y, fold, out, folds, seeds, resume, overwrite,
+                         quiet, log, tta)
 
 
-def _crossval(options, base, name: str, held: list, y, fold, out: Path, folds: int,
+def _crossval(base, name: str, held: list, y, fold, out: Path, folds: int,
               seeds: list[int], resume: bool, overwrite: bool, quiet: bool, log,
               tta: bool) -> dict:
     """:func:`crossval` once ``out`` is held. ``held``: [the merged images], emptied once the
