@@ -387,6 +387,10 @@ def test_a_jpeg_of_thousands_of_scans_is_refused_before_decoding(tmp_path):
     hostile = data[:-2] + data[last:-2] * 2000 + b"\xff\xd9"
     (tmp_path / "h.jpg").write_bytes(hostile)
     assert jpeg_scans(data) == 6 and jpeg_scans(hostile) == 2006
+    # a stray byte after a segment, where a marker belongs: libjpeg skips it (a warning) and
+    # decodes past it, so it must not end the count
+    stray = b"\xff\xfe\x00\x03x" + b"\x00"  # a comment segment, then the stray byte
+    assert jpeg_scans(data[:-2] + (stray + data[last:-2]) * 2000 + b"\xff\xd9") == 2006
     open_picture(str(tmp_path / "p.jpg"))
     with pytest.raises(ValueError, match="h.jpg: a JPEG of 2,006 scans.*expected at most 1,000"):
         open_picture(str(tmp_path / "h.jpg"))

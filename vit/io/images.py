@@ -41,8 +41,11 @@ def jpeg_scans(data: bytes) -> int:
     markers are part of them); stops at the end of the image or of the data."""
     i, n, scans = 2, len(data), 0
     while i + 1 < n:
-        if data[i] != 0xFF:
-            return scans  # not at a marker: corrupt; Pillow says so when decoding
+        if data[i] != 0xFF:  # bytes where a marker belongs: libjpeg skips them to the next
+            i = data.find(b"\xff", i)  # 0xFF and decodes on, so the count does too
+            if i < 0:
+                return scans
+            continue
         marker = data[i + 1]
         if marker == 0xFF:  # fill byte
             i += 1
