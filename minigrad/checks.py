@@ -26,7 +26,7 @@ import numpy as np
 __all__ = [
     "TORCH_KEYWORDS", "refuse_torch_keywords", "numpy_keywords",
     "integer", "positive_int", "int_tuple", "real", "boolean", "choice", "floating_dtype",
-    "generator", "state_mapping", "state_keys", "StateDictKeyError", "shown",
+    "generator", "state_mapping", "state_keys", "StateDictKeyError", "shown", "int_beyond_c_long",
 ]
 
 #: Values shown in messages: strings and other reprs cut to about 60 characters, containers
@@ -297,3 +297,30 @@ def numpy_keywords(function: Callable, owner: str | None = None) -> Callable:
             refuse_torch_keywords(kwargs, owner, takes)
         return function(*args, **kwargs)
     return call
+
+
+_C_LONG = 2**63
+
+
+def int_beyond_c_long(signature: inspect.Signature, args: tuple,
+                      kwargs: dict) -> tuple[str, Any] | None:
+    """(name, value) of the first argument holding an int beyond a C long (itself, or in a
+    tuple or list, nested up to 3 deep), or None: what turned into NumPy's OverflowError."""
+    def holds(value: Any, depth: int) -> bool:
+        if type(value) is int:
+            return not -_C_LONG <= value < _C_LONG
+        if depth and isinstance(value, (tuple, list)):
+            return any(holds(v, depth - 1) for v in value)
+        return False
+    try:
+        bound = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for name, value in bound.items():
+        if isinstance(value, dict):  # a forward's own **kwargs
+            for k, v in value.items():
+                if holds(v, 3):
+                    return k, v
+        elif holds(value, 3):
+            return name, value
+    return None

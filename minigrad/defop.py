@@ -58,7 +58,7 @@ from typing import Any, Protocol, cast, overload
 
 import numpy as np
 
-from .checks import refuse_torch_keywords
+from .checks import int_beyond_c_long, refuse_torch_keywords, shown
 from .gradmode import grad_mode
 from .graph import ConstantInput, Joint, Node
 from .opcalls import OpCall, declare, observer_of_op_calls
@@ -403,7 +403,19 @@ def op(forward: Callable[..., Any] | None = None, *, name: str | None = None,
                 _numbers_as_arrays(args, raw, checked)
         if zero_d:  # (weakly_typed returns at once when no operand has dimensions)
             weakly_typed(raw, operands)
-        out, vjps = forward(*raw, **kwargs) if kwargs else forward(*raw)  # (no empty dict)
+        try:  # (free unless it raises)
+            out, vjps = forward(*raw, **kwargs) if kwargs else forward(*raw)  # (no empty dict)
+        except (OverflowError, ValueError) as e:  # "Python int too large to convert to C
+            # long", or NumPy's "Maximum allowed dimension exceeded" for a size past intp
+            if isinstance(e, ValueError) and "Maximum allowed dimension" not in str(e):
+                raise
+            too_large = int_beyond_c_long(signature, args, kwargs)
+            if too_large is None:
+                raise
+            name, value = too_large
+            raise ValueError(f"{opname} {name}: got {shown(value)}; expected integers between "
+                             f"-2**63 and 2**63 - 1 (what NumPy takes as an axis, a size or a "
+                             "count)") from None
         if type(vjps) is tuple and len(vjps) > n_positional:
             raise TypeError(f"op '{opname}': its forward returned {len(vjps)} VJPs; expected "
                             f"at most one per positional parameter ({n_positional} "

@@ -58,6 +58,15 @@ def _conv_padding(padding, kernel, dilation, stride, op_name):
     return tuple((p, p) for p in int_tuple(padding, n, op_name, "padding", 0))
 
 
+def _check_padded(op_name: str, padding, x_shape: tuple, pads: tuple) -> None:
+    """The padded input is built before anything else: bounded as ``pad`` bounds the same
+    padding (from the shapes, before NumPy is asked for it)."""
+    spatial = len(pads)
+    padded = elements(x_shape[:-spatial]) * elements(
+        n + b + a for n, (b, a) in zip(x_shape[-spatial:], pads))
+    check_output(op_name, "padding", padded, f"{padding!r} for an input of shape {x_shape}")
+
+
 def _check_conv(x, weight, bias, groups, spatial, op_name):
     names = {1: "(B, C, L) or (C, L)", 2: "(B, C, H, W) or (C, H, W)"}[spatial]
     if x.ndim not in (spatial + 1, spatial + 2):
@@ -150,6 +159,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stride = int_tuple(stride, 2, "conv2d", "stride", 1)
     dilation = int_tuple(dilation, 2, "conv2d", "dilation", 1)
     pads = _conv_padding(padding, weight.shape[2:], dilation, stride, "conv2d")
+    _check_padded("conv2d", padding, x.shape, pads)
     unbatched = x.ndim == 3
     out, (vx, vw, vb) = _conv(x[None] if unbatched else x, weight, bias, stride, pads,
                               dilation, int(groups), "conv2d")
@@ -175,6 +185,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     dilation = (1,) + int_tuple(dilation, 1, "conv1d", "dilation", 1)
     pads = ((0, 0),) + _conv_padding(padding, weight.shape[2:], dilation[1:], stride[1:],
                                      "conv1d")
+    _check_padded("conv1d", padding, x.shape, pads[1:])
     x4 = x[:, :, None] if x.ndim == 3 else x[None, :, None]
     out, (vx, vw, vb) = _conv(x4, weight[:, :, None], bias, stride, pads, dilation,
                               int(groups), "conv1d")

@@ -101,11 +101,6 @@ def _along_axis(op: str, shape: tuple, indices: Any, axis: int) -> tuple:
     if indices.ndim != len(shape):
         raise ValueError(f"{op} indices: got {indices.ndim} dimensions for an array of shape "
                          f"{shape}; expected {len(shape)} (as many as the array)")
-    n = shape[axis]
-    if indices.size and (indices.min() < -n or indices.max() >= n):
-        bad = indices.min() if indices.min() < -n else indices.max()
-        raise IndexRangeError(f"{op} indices: got {bad} along an axis of length {n}; "
-                              f"expected indices in [-{n}, {n})")
     index = []
     for d, size in enumerate(shape):
         if d == axis:
@@ -120,9 +115,15 @@ def _along_axis(op: str, shape: tuple, indices: Any, axis: int) -> tuple:
         raise ValueError(f"{op} indices: got shape {indices.shape} for an array of shape "
                          f"{shape}; expected a shape that broadcasts against it outside axis "
                          f"{axis}") from None
-    # (M, 1) against (1, N) indices broadcasts to M·N reads or writes: bounded before built
+    # (M, 1) against (1, N) indices broadcasts to M·N reads or writes: bounded before built,
+    # and before the indices are scanned (a broadcast view may hold 10**12 of them)
     check_output(op, "indices", elements(writes), f"shape {indices.shape} for an array of "
                  f"shape {shape} (broadcast to {writes})")
+    n = shape[axis]
+    if indices.size and (indices.min() < -n or indices.max() >= n):
+        bad = indices.min() if indices.min() < -n else indices.max()
+        raise IndexRangeError(f"{op} indices: got {bad} along an axis of length {n}; "
+                              f"expected indices in [-{n}, {n})")
     return tuple(index)
 
 
@@ -262,6 +263,16 @@ def trace(a, offset=0, axis1=0, axis2=1):
 MAX_ONE_HOT_ELEMENTS = 2 ** 28
 
 
+def check_one_hot_size(labels: int, num_classes: int) -> None:
+    """ValueError unless a one-hot array of ``labels`` rows of ``num_classes`` is within
+    ``MAX_ONE_HOT_ELEMENTS`` (the one bound of ``F.one_hot`` and ``vit.one_hot``)."""
+    if labels * num_classes > MAX_ONE_HOT_ELEMENTS:
+        raise ValueError(f"one_hot num_classes: got {num_classes:,} for {labels:,} labels "
+                         f"({labels * num_classes:,} elements); expected at most "
+                         f"{MAX_ONE_HOT_ELEMENTS:,} elements "
+                         "(minigrad.ops.indexing.MAX_ONE_HOT_ELEMENTS)")
+
+
 def one_hot(labels: Any, num_classes: int = -1, dtype: Any = np.int64) -> Tensor:
     """out[..., c] = 1 if labels[...] == c else 0, shape labels.shape + (num_classes,)
     (torch.nn.functional.one_hot). Not differentiable: labels are integers.
@@ -290,19 +301,19 @@ def one_hot(labels: Any, num_classes: int = -1, dtype: Any = np.int64) -> Tensor
     if dtype.kind not in "biuf":
         raise TypeError(f"one_hot dtype: got {dtype}; expected a bool, integer or floating "
                         "dtype")
+    # the size first, from the shapes (at least one class): labels may be a broadcast view
+    # of 10**12 elements, which scanning for their range would take hours over
+    check_one_hot_size(data.size, max(num_classes, 1))
     if num_classes == -1:
         if data.size == 0:
             raise ValueError("one_hot num_classes: got -1 with no labels; expected a positive "
                              "number of classes")
         num_classes = int(data.max()) + 1
+        check_one_hot_size(data.size, num_classes)
     if data.size and (data.min() < 0 or data.max() >= num_classes):
         bad = data.min() if data.min() < 0 else data.max()
         raise IndexRangeError(f"one_hot labels: got {bad}; expected labels in "
                               f"[0, {num_classes})")
-    if data.size * num_classes > MAX_ONE_HOT_ELEMENTS:
-        raise ValueError(f"one_hot num_classes: got {num_classes} for {data.size} labels "
-                         f"({data.size * num_classes} elements); expected at most "
-                         f"{MAX_ONE_HOT_ELEMENTS} elements")
     out = np.zeros(data.shape + (num_classes,), dtype=dtype)
     np.put_along_axis(out, data[..., None].astype(np.intp), 1, axis=-1)
     return Tensor(out)

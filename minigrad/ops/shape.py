@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..checks import integer
+from ..checks import integer, shown
 from ..defop import as_array_input, op
 
 try:  # NumPy >= 2.0
@@ -44,7 +44,8 @@ def transpose(a, axes=None):
     tests/minigrad/op_cases/shape.py.
     """
     if axes is not None and len(axes) != np.ndim(a):
-        raise ValueError(f"transpose axes: got {tuple(axes)} for an array of shape "
+        given = tuple(axes) if len(axes) <= 8 else f"{len(axes)} axes"  # never all 10**7
+        raise ValueError(f"transpose axes: got {given} for an array of shape "
                          f"{np.shape(a)}; expected a permutation of its {np.ndim(a)} axes")
     out = np.transpose(a, axes)
     inverse = None if axes is None else np.argsort([ax % a.ndim for ax in axes])
@@ -149,7 +150,7 @@ def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
 
 def _concatenate(*arrays: np.ndarray, axis: int = 0) -> tuple:
     """concatenate's forward: (out, one VJP per input)."""
-    out = np.concatenate(arrays, axis=axis)
+    out = np.concatenate(arrays, axis=_c_long("concatenate", "axis", axis))
     ax = axis % out.ndim
     bounds = np.cumsum([0] + [x.shape[ax] for x in arrays])
 
@@ -177,7 +178,7 @@ def stack(tensors: Sequence, axis: int = 0) -> Tensor:
 
 def _stack(*arrays: np.ndarray, axis: int = 0) -> tuple:
     """stack's forward: (out, one VJP per input)."""
-    out = np.stack(arrays, axis=axis)
+    out = np.stack(arrays, axis=_c_long("stack", "axis", axis))
     ax = axis % out.ndim
 
     def taker(i):
@@ -195,7 +196,7 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
     data = a.data if isinstance(a, Tensor) else np.asarray(as_array_input(a, "split", "a"))
     try:
         ax = normalize_axis_index(axis, data.ndim)
-    except (ValueError, IndexError, TypeError):
+    except (ValueError, IndexError, TypeError, OverflowError):
         raise ValueError(f"split axis: got {axis!r} for an array of shape {data.shape}; "
                          f"expected an integer in [-{data.ndim}, {data.ndim})") from None
     n = data.shape[ax]
@@ -209,10 +210,20 @@ def split(a: Tensor, indices_or_sections, axis: int = 0) -> list:
         step = n // sections  # 0 along an empty axis: every piece is empty, as in NumPy
         cuts = [i * step for i in range(1, sections)]
     else:
-        cuts = list(indices_or_sections)
+        cuts = [_c_long("split", "indices_or_sections", c) for c in indices_or_sections]
     edges = [0] + cuts + [n]
     lead = (slice(None),) * ax
     return [getitem(a, lead + (slice(lo, hi),)) for lo, hi in pairwise(edges)]
+
+
+def _c_long(op: str, name: str, value):
+    """``value`` unchanged if it is not an int beyond a C long (which NumPy would turn into an
+    OverflowError), else a ValueError naming the op and the argument (what ``@op`` does for
+    the ops it wraps; these three take a sequence and record their node themselves)."""
+    if type(value) is int and not -2**63 <= value < 2**63:
+        raise ValueError(f"{op} {name}: got {shown(value)}; expected integers between -2**63 "
+                         "and 2**63 - 1 (what NumPy takes as an axis, a size or a count)")
+    return value
 
 
 # ---- moves, repeats and triangles (docs/backward.md §31) ------------------------------------

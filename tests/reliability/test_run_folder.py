@@ -376,10 +376,10 @@ def test_the_holders_details_are_shown_printable_and_bounded(tmp_path):
     from vit.train.runfolder import RunLock
     folder = tmp_path / "run"
     folder.mkdir()
-    fd = os.open(folder / ".run.lock", os.O_RDWR | os.O_CREAT)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)  # the lock is the folder's own
     fcntl.flock(fd, fcntl.LOCK_EX)
-    os.write(fd, json.dumps({"pid": 7, "host": "evil\x1b[2J\nhost" + "x" * 1000,
-                             "started": "now"}).encode())
+    (folder / ".run.lock").write_text(json.dumps(
+        {"pid": 7, "host": "evil\x1b[2J\nhost" + "x" * 1000, "started": "now"}))
     try:
         with pytest.raises(ValueError) as info:
             RunLock(folder).acquire()

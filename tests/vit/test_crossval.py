@@ -146,6 +146,7 @@ def test_the_bundled_digits_are_merged():
     (["--seeds", "a,b"], ["--seeds", "a,b"]),
     (["--seeds", ""], ["--seeds"]),
     (["--folds", "1"], ["--folds", "1"]),
+    (["--seeds", f"0,{2**63}"], ["seed", str(2**63)]),  # beyond an int64: before fold 0 trains
     (["--patch-size", "3"], ["--patch-size 3"]),
 ])
 def test_bad_crossval_input_exits_2_without_writing(args, words, tmp_path, capsys):
@@ -189,3 +190,33 @@ def test_crossval_tta_reports_test_time_augmentation_beside_the_single_view(smal
             probs = probs + e / e.sum(axis=1, keepdims=True)
         assert r["test_acc_tta"] == np.mean(probs.argmax(1) == fold["y_test"])
     assert result["tta"]["mean"] == np.mean([r["test_acc_tta"] for r in result["runs"]])
+
+
+def test_crossval_holds_no_copy_of_the_data_while_its_runs_train(tmp_path, monkeypatch):
+    """While a fold trains, crossval itself holds the labels and the fold assignment only:
+    the merged set and the source are released once the fold files are written (they were a
+    second and third copy beside the run's own)."""
+    import gc
+    import weakref
+    from vit.train import crossval as cv
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(2), 200)
+    np.savez(tmp_path / "d.npz", x=rng.normal(size=(400, 8, 8)).astype(np.float32), y=y)
+    alive = []
+    real_merged = cv.merged
+
+    def tracked(data):
+        x, labels = real_merged(data)
+        alive.extend([weakref.ref(x), weakref.ref(data.x_train)])
+        return x, labels
+
+    def check_then_stop(*args, **kwargs):
+        gc.collect()
+        assert [r() is None for r in alive] == [True, True]
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cv, "merged", tracked)
+    monkeypatch.setattr(cv, "train", check_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        cv.crossval(TrainOptions(data=str(tmp_path / "d.npz"), dim=8, heads=2, mlp_dim=8,
+                                 epochs=1, batch_size=64), tmp_path / "cv", folds=2, seeds=[0],
+                    quiet=True, log=lambda s: None)

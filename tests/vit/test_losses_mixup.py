@@ -201,3 +201,12 @@ def test_soft_targets_of_wrong_shape(data, bad):
         model.loss(data[0], bad)
     with pytest.raises(ValueError, match="y"):
         model.train_step(data[0], bad)
+
+
+def test_one_hot_bounds_the_class_count_as_minigrads_does():
+    from minigrad.ops.indexing import MAX_ONE_HOT_ELEMENTS
+    y = np.array([0, 1])
+    for build in (lambda: one_hot(y, MAX_ONE_HOT_ELEMENTS), lambda: F.one_hot(y, MAX_ONE_HOT_ELEMENTS)):
+        with pytest.raises(ValueError, match="num_classes"):
+            build()
+    assert one_hot(y, MAX_ONE_HOT_ELEMENTS // 2).shape == (2, MAX_ONE_HOT_ELEMENTS // 2)

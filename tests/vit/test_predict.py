@@ -372,3 +372,25 @@ def test_a_checkpoint_written_before_the_input_range_loads_and_says_so(checkpoin
     assert model.input_range is None and model.normalizer is not None
     x = load_digits().x_test
     np.testing.assert_array_equal(model.predict(x), vit.load(checkpoint).predict(x))
+
+
+def test_a_jpeg_of_thousands_of_scans_is_refused_before_decoding(tmp_path):
+    """Decoding's CPU is bounded: a progressive JPEG whose last scan is repeated 2,000 times
+    (a few hundred KB; each scan a pass over the image) is refused from its markers."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+    from vit.io.images import jpeg_scans, open_picture
+    pixels = (np.random.default_rng(0).random((64, 64)) * 255).astype(np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "p.jpg", "JPEG", progressive=True)
+    data = (tmp_path / "p.jpg").read_bytes()
+    last = data.rindex(b"\xff\xda")
+    hostile = data[:-2] + data[last:-2] * 2000 + b"\xff\xd9"
+    (tmp_path / "h.jpg").write_bytes(hostile)
+    assert jpeg_scans(data) == 6 and jpeg_scans(hostile) == 2006
+    # a stray byte after a segment, where a marker belongs: libjpeg skips it (a warning) and
+    # decodes past it, so it must not end the count
+    stray = b"\xff\xfe\x00\x03x" + b"\x00"  # a comment segment, then the stray byte
+    assert jpeg_scans(data[:-2] + (stray + data[last:-2]) * 2000 + b"\xff\xd9") == 2006
+    open_picture(str(tmp_path / "p.jpg"))
+    with pytest.raises(ValueError, match="h.jpg: a JPEG of 2,006 scans.*expected at most 1,000"):
+        open_picture(str(tmp_path / "h.jpg"))

@@ -358,3 +358,40 @@ def test_ensemble_script_averages_runs(trained, capsys):
     assert alone == averaged
     wrong = int(lines[0].split("(")[1].split(" of")[0])
     assert lines[3].startswith(f"missed by every run: {wrong} images")
+
+
+@pytest.mark.parametrize("bad, words", [
+    (["--optimizer", "sgd", "--momentum", "1e39"], ["momentum", "1e+39", "float32"]),
+    (["--lr", "1e39"], ["lr", "1e+39", "float32"]),
+    (["--weight-decay", "1e39"], ["weight_decay", "1e+39", "float32"]),
+    (["--translate", "1e308"], ["translate", "1e+308"]),
+    (["--shift", str(2**63 - 1)], ["shift", str(2**63 - 1)]),
+])
+def test_an_option_the_first_step_would_refuse_is_refused_before_any_write(bad, words,
+                                                                           tmp_path, capsys):
+    """Checked in the dtype it is used in, before the run folder exists; with --overwrite the
+    finished run there is left as it was."""
+    tiny = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--epochs", "1", "--batch-size",
+            "256", "--quiet"]
+    status, _, err = run(["train", "--out", tmp_path / "new", *tiny, *bad], capsys)
+    assert status == 2 and err.count("\n") == 1 and all(w in err for w in words), err
+    assert not (tmp_path / "new").exists()
+    done = tmp_path / "done"
+    assert run(["train", "--out", done, *tiny], capsys)[0] == 0
+    before = {p.name: p.read_bytes() for p in done.iterdir()}
+    status, _, err = run(["train", "--out", done, "--overwrite", *tiny, *bad], capsys)
+    assert status == 2 and err.count("\n") == 1, err
+    assert {p.name: p.read_bytes() for p in done.iterdir()} == before
+
+
+def test_a_batch_beyond_the_activation_bound_is_refused_before_any_write(tmp_path):
+    """Checked from the options and the data's shape, before the folder exists (it was
+    checked by the first forward, after the augmentation had built the batch)."""
+    from vit.model.config import activation_bytes, limits
+    o = TrainOptions(dim=8, heads=2, mlp_dim=8, epochs=1, batch_size=256)
+    per_image = activation_bytes(dict(img_size=8, patch_size=4, dim=8, num_heads=2,
+                                      mlp_dim=8), 4)
+    with limits(max_activation_bytes=100 * per_image):
+        with pytest.raises(ValueError, match="--batch-size 256.*expected at most"):
+            train(o, tmp_path / "run", quiet=True, log=lambda s: None)
+    assert not (tmp_path / "run").exists()

@@ -13,6 +13,8 @@ import numpy as np
 import minigrad as mg
 from minigrad import F, Tensor
 
+from ..io.files import check_built
+from ..model.config import current_limits
 from ..model.losses import mixup
 from ..model.predict import model_inputs, tta_probabilities
 from ..model.tinyvit import TinyViT
@@ -112,11 +114,22 @@ def _eval_data(loaded: Loaded, data_path: str | None) -> tuple[Any, np.ndarray, 
     return data, model_inputs(loaded.model, data.x_test, f"{data.name} x_test"), data.y_test
 
 
+#: The most classes whose confusion matrix ``vit eval`` prints.
+MAX_PRINTED_CLASSES = 30
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
 
     loaded = open_model_arg(args, args.checkpoint, "vit eval MODEL")
     model = loaded.model
     data, x, y = _eval_data(loaded, args.data)
+    k = model.config["num_classes"]
+    # what is built grows with the model file's class count: the scores (N, K) and the
+    # (K, K) confusion matrix are bounded before either exists
+    limit = current_limits()[1]
+    check_built(str(loaded.path), f"the scores of {len(y):,} images x {k:,} classes",
+                len(y) * k, 5 * 8, limit)
+    check_built(str(loaded.path), f"the confusion matrix of {k:,} classes", k * k, 8, limit)
     if args.tta:
         probs = tta_probabilities(model, x)
         pred = np.argmax(probs, axis=1)
@@ -124,12 +137,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         loss = float(-np.mean(np.log(np.maximum(probs[np.arange(len(y)), y], 1e-300))))
     else:
         loss, acc, pred = evaluate(model, x, y)
-    k = model.config["num_classes"]
     matrix = confusion_matrix(y, pred, k)
     what = f"epoch {loaded.checkpoint.epoch}" if loaded.checkpoint else "model file"
     print(f"{loaded.path} ({what}) on the test split of {data.describe()}"
           + (" with test-time augmentation (5 views)" if args.tta else ""))
     print(f"accuracy {100 * acc:.2f}% ({int(np.trace(matrix))}/{len(y)}), loss {loss:.4f}")
+    if k > MAX_PRINTED_CLASSES:  # a screen of numbers nobody reads, and unbounded output
+        print(f"confusion matrix of {k:,} classes: not printed (more than "
+              f"{MAX_PRINTED_CLASSES})")
+        return 0
     print("confusion matrix (rows: true class, columns: predicted class)")
     width = max(3, len(str(matrix.max())) + 1)
     print("true\\pred" + "".join(f"{j:>{width}}" for j in range(k)))

@@ -19,6 +19,7 @@ from ..model.timm_config import BLOCK
 from ..model.timm_convert import from_timm, to_timm
 from ..model.tinyvit import TinyViT
 from ..train.loading import open_model
+from ..train.runfolder import RunLock
 
 __all__ = ["export_timm", "read_timm", "import_timm", "WEIGHTS", "CONFIG"]
 
@@ -64,15 +65,23 @@ def export_timm(source: str | os.PathLike, out: str | os.PathLike,
     config[BLOCK]["weights_sha256"] = hashlib.sha256(weights).hexdigest()
     folder = _out_dir(out)
     text = json.dumps(config, indent=2, allow_nan=False) + "\n"
-    write_atomic_group(folder, [(WEIGHTS, weights), (CONFIG, text.encode())])
+    with RunLock(folder):  # the lock of every folder a command writes: one writer at a time
+        write_atomic_group(folder, [(WEIGHTS, weights), (CONFIG, text.encode())])
     return model, folder
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, read by its size: asking the
+    OS for ``limit`` up front fails under an address-space cap, and a file that yields more
+    than its size (a /proc or /sys file) is refused after ``size + 1`` bytes."""
     with open_regular(path, what) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path}: larger than {limit:,} bytes; expected a {what} that fits")
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise ValueError(f"{path}: {size:,} bytes; expected a {what} of at most {limit:,}")
+        data = f.read(size + 1)
+    if len(data) > size:
+        raise ValueError(f"{path}: holds more than the {size:,} bytes its size says; expected a "
+                         f"{what} that fits")
     return data
 
 

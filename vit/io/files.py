@@ -4,7 +4,11 @@ bounded before anything is allocated.
 Every reader of ``vit`` (the ``.npz`` loader behind models, checkpoints and data sets, and
 the IDX reader) opens its file with :func:`open_regular`, so a FIFO, ``/dev/stdin``, a
 device or a folder is refused before any read could block or run forever.
-:func:`decoded_limit` is the one bound on how many bytes a compressed file may inflate to.
+:func:`decoded_limit` is the one bound on how many bytes a compressed file may inflate to, and
+:func:`check_built` the one rule for what is derived from input: the count times the itemsize
+of what is about to be built (a float copy of uint8 pixels, an (N, K) table of a model with K
+classes, a K x K matrix), checked against a stated bound before it is allocated, not only the
+bytes that were read.
 """
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from typing import IO, BinaryIO
 
 import numpy as np
 
-__all__ = ["fspath", "open_regular", "decoded_limit", "read_into", "shorten", "is_finite_real",
+__all__ = ["fspath", "open_regular", "decoded_limit", "check_built", "read_into", "shorten",
+           "is_finite_real",
            "MAX_DECODED_BYTES", "MAX_EXPANSION", "EXPANSION_FLOOR", "SHOWN_CHARS"]
 
 #: The most bytes one data, model or checkpoint file may decode to (all its arrays together).
@@ -99,6 +104,18 @@ def decoded_limit(file_size: int, max_bytes: int = MAX_DECODED_BYTES) -> int:
     """The most bytes a file of ``file_size`` bytes may decode to:
     ``min(max_bytes, max(EXPANSION_FLOOR, MAX_EXPANSION * file_size))``."""
     return min(max_bytes, max(EXPANSION_FLOOR, MAX_EXPANSION * file_size))
+
+
+def check_built(where: str, what: str, count: int, itemsize: int, limit: int,
+                raise_it: str = "") -> None:
+    """ValueError naming ``where`` unless ``count`` elements of ``itemsize`` bytes (``what``:
+    the array about to be built from input, or all its copies together) fit in ``limit``
+    bytes. Exact integers: a count of 10**30 is refused, never wrapped. ``raise_it`` says how
+    to go beyond the bound, where one can."""
+    need = int(count) * int(itemsize)
+    if need > limit:
+        raise ValueError(f"{where}: {what} would take {need:,} bytes; expected at most "
+                         f"{limit:,}" + (f" ({raise_it})" if raise_it else ""))
 
 
 def read_into(f: IO[bytes], out: memoryview) -> int:

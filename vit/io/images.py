@@ -4,6 +4,7 @@ within a byte bound and never unpickled."""
 from __future__ import annotations
 
 import io
+import os
 import warnings
 
 import numpy as np
@@ -18,6 +19,60 @@ __all__ = ["MAX_IMAGE_PIXELS", "MAX_ARRAY_BYTES", "open_picture", "picture_pixel
 MAX_IMAGE_PIXELS = 1 << 24
 #: The largest ``.npy`` or ``.npz`` file of images read (its bytes, and the arrays declared).
 MAX_ARRAY_BYTES = 1 << 28
+#: What predict builds from each pixel of an array file: its float32 value, the normalized
+#: float32 input and the batch of every file together (3 x 4 bytes). The array file's bound,
+#: MAX_ARRAY_BYTES, applies to that, not only to the bytes read: 256 MB of uint8 zeros
+#: compress to 250 KB and would become 3 GB.
+BUILT_BYTES_PER_PIXEL = 12
+#: The CPU budget of decoding a JPEG, in scans x pixels: a progressive JPEG is decoded one
+#: scan at a time, each a pass over the whole image, and its scan count is the file's to
+#: choose (encoders write about 10; a few KB of repeated scans made thousands, minutes of
+#: CPU for one file). 2**30 is 64 passes over the largest picture taken, more for smaller
+#: ones, but never more than MAX_JPEG_SCANS. Counted from the markers before decoding.
+MAX_SCAN_PIXELS = 1 << 30
+MAX_JPEG_SCANS = 1000
+#: The largest picture file read (a 4096 x 4096 JPEG at the highest quality is under 30 MB).
+MAX_PICTURE_BYTES = 64 << 20
+
+
+def jpeg_scans(data: bytes) -> int:
+    """The number of scans (SOS markers) of the JPEG ``data``, found by walking its marker
+    segments and skipping each scan's entropy-coded bytes (0xFF00 stuffing and restart
+    markers are part of them); stops at the end of the image or of the data."""
+    i, n, scans = 2, len(data), 0
+    while i + 1 < n:
+        if data[i] != 0xFF:  # bytes where a marker belongs: libjpeg skips them to the next
+            i = data.find(b"\xff", i)  # 0xFF and decodes on, so the count does too
+            if i < 0:
+                return scans
+            continue
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0xD9:  # end of image
+            return scans
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # no length
+            i += 2
+            continue
+        if i + 4 > n:
+            return scans
+        i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+        if marker != 0xDA:
+            continue
+        scans += 1
+        while True:  # the entropy-coded data, up to the next marker that is not RST/stuffing
+            i = data.find(b"\xff", i)
+            if i < 0 or i + 1 >= n:
+                return scans
+            follower = data[i + 1]
+            if follower == 0x00 or 0xD0 <= follower <= 0xD7 or follower == 0xFF:
+                i += 1 if follower == 0xFF else 2
+                continue
+            break
+    return scans
+
+
 def _pillow():
     try:
         from PIL import Image, ImageOps
@@ -32,28 +87,41 @@ def open_picture(path: str):
     the header (at most ``MAX_IMAGE_PIXELS``) before a pixel is decoded."""
     Image, ImageOps = _pillow()
     with open_regular(path, "PNG/JPEG picture") as f:
-        try:
-            with warnings.catch_warnings():  # Pillow's bomb warning is a refusal here
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                im = Image.open(f, formats=("PNG", "JPEG"))
-                w, h = im.size
-                if w * h > MAX_IMAGE_PIXELS:
-                    raise ValueError(f"{path}: a {w}x{h} picture ({w * h:,} pixels); expected "
-                                     f"at most {MAX_IMAGE_PIXELS:,} pixels")
-                im.load()
-        except ValueError as e:
-            if str(e).startswith(path):
-                raise
-            raise ValueError(f"{path}: not a readable PNG or JPEG picture ({e})") from None
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-            raise ValueError(f"{path}: too large a picture ({e}); expected at most "
-                             f"{MAX_IMAGE_PIXELS:,} pixels") from None
-        except Image.UnidentifiedImageError:
-            raise ValueError(f"{path}: not a PNG or JPEG picture (unrecognized contents); "
-                             "expected a .png, .jpg, .npy or .npz file") from None
-        except (OSError, SyntaxError, EOFError, TypeError, IndexError, KeyError) as e:
-            raise ValueError(f"{path}: not a readable PNG or JPEG picture, truncated or "
-                             f"corrupt ({e})") from None
+        size = os.fstat(f.fileno()).st_size
+        data = b"" if size > MAX_PICTURE_BYTES else f.read(MAX_PICTURE_BYTES + 1)
+    if size > MAX_PICTURE_BYTES or len(data) > MAX_PICTURE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_PICTURE_BYTES:,} bytes; expected a "
+                         "PNG or JPEG picture of at most that")
+    try:
+        with warnings.catch_warnings():  # Pillow's bomb warning is a refusal here
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data), formats=("PNG", "JPEG"))
+            w, h = im.size
+            if w * h > MAX_IMAGE_PIXELS:
+                raise ValueError(f"{path}: a {w}x{h} picture ({w * h:,} pixels); expected "
+                                 f"at most {MAX_IMAGE_PIXELS:,} pixels")
+            if im.format == "JPEG":  # the decoding's CPU, bounded before it is spent
+                scans = jpeg_scans(data)
+                budget = min(MAX_JPEG_SCANS, max(1, MAX_SCAN_PIXELS // max(1, w * h)))
+                if scans > budget:
+                    raise ValueError(f"{path}: a JPEG of {scans:,} scans for {w}x{h} "
+                                     f"pixels; expected at most {budget:,} (each scan is "
+                                     "a pass over the image: "
+                                     "vit.io.images.MAX_SCAN_PIXELS)")
+            im.load()
+    except ValueError as e:
+        if str(e).startswith(path):
+            raise
+        raise ValueError(f"{path}: not a readable PNG or JPEG picture ({e})") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise ValueError(f"{path}: too large a picture ({e}); expected at most "
+                         f"{MAX_IMAGE_PIXELS:,} pixels") from None
+    except Image.UnidentifiedImageError:
+        raise ValueError(f"{path}: not a PNG or JPEG picture (unrecognized contents); "
+                         "expected a .png, .jpg, .npy or .npz file") from None
+    except (OSError, SyntaxError, EOFError, TypeError, IndexError, KeyError) as e:
+        raise ValueError(f"{path}: not a readable PNG or JPEG picture, truncated or "
+                         f"corrupt ({e})") from None
     return ImageOps.exif_transpose(im), Image
 
 
@@ -74,8 +142,10 @@ def _read_npy(path: str) -> np.ndarray:
     most ``vit.io.npz.MAX_HEADER_BYTES``) must declare exactly the data that follows it, and
     only then is the array built."""
     with open_regular(path, ".npy array") as f:
-        data = f.read(MAX_ARRAY_BYTES + 1)
-    if len(data) > MAX_ARRAY_BYTES:
+        size = os.fstat(f.fileno()).st_size
+        # what is built from it is bounded, and the file's size says that before any read
+        data = b"" if size > MAX_ARRAY_BYTES else f.read(MAX_ARRAY_BYTES + 1)
+    if size > MAX_ARRAY_BYTES or len(data) > MAX_ARRAY_BYTES:
         raise ValueError(f"{path}: larger than {MAX_ARRAY_BYTES:,} bytes; expected a smaller "
                          ".npy array of images")
     fmt, buf = np.lib.format, io.BytesIO(data)
@@ -92,6 +162,11 @@ def _read_npy(path: str) -> np.ndarray:
         if declared != held:
             raise ValueError(f"its header declares {shorten(shape)} of {dtype} ({declared:,} "
                              f"bytes) but {held:,} bytes follow")
+        count = int(np.prod(shape, dtype=object))
+        if count * max(dtype.itemsize, BUILT_BYTES_PER_PIXEL) > MAX_ARRAY_BYTES:
+            raise ValueError(f"its {count:,} pixels would take "
+                             f"{count * BUILT_BYTES_PER_PIXEL:,} bytes as predict's inputs; "
+                             f"expected at most {MAX_ARRAY_BYTES:,}")
         buf.seek(0)
         return np.load(buf, allow_pickle=False)
     except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
@@ -103,7 +178,8 @@ def read_array(path: str) -> np.ndarray:
     if path.lower().endswith(".npy"):
         x = _read_npy(path)
     else:
-        arrays = load_npz(path, max_bytes=MAX_ARRAY_BYTES)  # never unpickles, sizes bounded
+        arrays = load_npz(path, max_bytes=MAX_ARRAY_BYTES,  # never unpickles, sizes bounded
+                          built_itemsize=BUILT_BYTES_PER_PIXEL)
         if len(arrays) != 1:
             raise ValueError(f"{path}: holds {len(arrays)} arrays {shorten(sorted(arrays))}; "
                              "expected exactly one array of images")

@@ -8,7 +8,7 @@ import os
 import struct
 import zipfile
 import zlib
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -158,7 +158,8 @@ class _Member(NamedTuple):
     nbytes: int
 
 
-def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
+def load_npz(path, max_bytes: int = MAX_NPZ_BYTES, built_itemsize: int = 0,
+             names: Callable[[str], str | None] | None = None) -> dict:
     """Every array of an ``.npz``, never unpickling anything; ``path`` is used as given.
 
     Before anything is allocated: the path must be a regular file (``vit.io.files.open_regular``)
@@ -169,7 +170,12 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     ``MEMBER_KINDS`` of itemsize > 0 (so the element count is bounded with the bytes; strings
     only 0-d, at most ``MAX_TEXT_CHARS``) and a shape whose data is exactly the rest of the
     member; and all the arrays together at most ``vit.io.files.decoded_limit(file size,
-    max_bytes)`` bytes. Members are then inflated in
+    max_bytes)`` bytes, counting each element as ``built_itemsize`` bytes where that is more
+    than its own (what the caller builds from it: float32 copies of uint8 pixels). ``names``,
+    if given, is asked about every member's name before its header is read: what it returns
+    (a reason) refuses the file, so an entry the caller does not take is never inflated.
+    Members
+    are then inflated in
     chunks into arrays of the declared size. A clear ValueError otherwise (missing file:
     FileNotFoundError).
     """
@@ -182,7 +188,7 @@ def load_npz(path, max_bytes: int = MAX_NPZ_BYTES) -> dict:
             limit = decoded_limit(size, max_bytes)
             f.seek(0)
             with zipfile.ZipFile(f) as zf:
-                plan = _plan_members(zf, where, limit)  # every header checked first
+                plan = _plan_members(zf, where, limit, built_itemsize, names)  # headers first
                 return {m.info.filename[:-len(".npy")]: _read_member(zf, m, where)
                         for m in plan}
     except FileNotFoundError:
@@ -297,22 +303,26 @@ def _read_at(f, offset: int, length: int) -> bytes:
     return f.read(length)
 
 
-def _plan_members(zf: zipfile.ZipFile, where: str, limit: int) -> list[_Member]:
+def _plan_members(zf: zipfile.ZipFile, where: str, limit: int, built_itemsize: int = 0,
+                  names: Callable[[str], str | None] | None = None) -> list[_Member]:
     """Every member's header read and checked (names, dtypes, declared against held bytes,
     the running total against ``limit``) before any member's data is allocated."""
     infos = zf.infolist()
     if len(infos) > MAX_NPZ_MEMBERS:
         raise ValueError(f"{where}: {len(infos):,} members; expected at most "
                          f"{MAX_NPZ_MEMBERS:,}")
-    plan, total, names = [], 0, set()
+    plan, total, seen = [], 0, set()
     for info in infos:
         name = info.filename
         if not name.endswith(".npy"):
             raise ValueError(f"{where}: member {name!r} is not an .npy array; expected only "
                              ".npy members")
-        if name in names:
+        if name in seen:
             raise ValueError(f"{where}: member {name!r} appears twice; expected each name once")
-        names.add(name)
+        seen.add(name)
+        problem = names(name[:-len(".npy")]) if names is not None else None
+        if problem:  # before its header or data is read
+            raise ValueError(f"{where}: {problem}")
         with zf.open(info) as fp:
             shape, fortran, dtype, header = _member_header(fp, name, where)
         _check_member_dtype(dtype, shape, name, where)
@@ -321,12 +331,14 @@ def _plan_members(zf: zipfile.ZipFile, where: str, limit: int) -> list[_Member]:
             count *= n
             span *= max(n, 1)  # an empty shape too big for any array is refused
         nbytes = count * dtype.itemsize  # itemsize >= 1: bounds the count too
-        total += nbytes
+        built = count * max(dtype.itemsize, built_itemsize)
+        total += built
         if total > limit or span > limit:
+            as_built = f", {built:,} as the caller builds it" if built > nbytes else ""
             raise ValueError(
                 f"{where}: member {name!r} declares shape {shape} of {dtype} ({nbytes:,} "
-                f"bytes); expected at most {limit:,} bytes of arrays in one file (a corrupt "
-                "or hostile header)")
+                f"bytes{as_built}); expected at most {limit:,} bytes of arrays in one file (a "
+                "corrupt or hostile header, or more images than one call takes)")
         held = info.file_size - header
         if held != nbytes:
             problem = "truncated or corrupt" if held < nbytes else \

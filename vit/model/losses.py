@@ -11,6 +11,7 @@ import numpy as np
 
 from minigrad import checks
 from minigrad.functional import cross_entropy
+from minigrad.ops.indexing import check_one_hot_size
 
 __all__ = ["cross_entropy", "one_hot", "mixup", "Mixed"]
 
@@ -22,6 +23,7 @@ def one_hot(y, num_classes: int, dtype=np.float64) -> np.ndarray:
     if y.dtype.kind not in "iu" or y.ndim != 1:
         raise ValueError(f"one_hot y: got dtype {y.dtype} shape {y.shape}; expected integer "
                          "labels of shape (B,)")
+    check_one_hot_size(len(y), num_classes)  # F.one_hot's bound, before the labels are read
     if y.size and (y.min() < 0 or y.max() >= num_classes):
         raise ValueError(f"one_hot y: got labels in [{y.min()}, {y.max()}]; expected integers "
                          f"in [0, {num_classes - 1}]")

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..io.files import is_finite_real, shorten
 from .config import check_config, parameter_shapes, parse_config
-from .normalizer import Normalizer, check_statistics
+from .normalizer import Normalizer, all_finite, check_statistics
 
 __all__ = ["FORMAT", "Preprocessing", "Explicit", "MissingEntryWarning", "preprocessing_entries",
            "model_entries", "read_preprocessing", "read_params", "explicit_preprocessing",
@@ -213,6 +213,9 @@ def read_params(arrays: dict, where: str, max_parameters: int | None = None,
         if value.shape != shapes[name] or value.dtype != np.dtype(dtype):
             raise ValueError(f"{where}: entry {key!r} is {value.dtype} of shape "
                              f"{value.shape}; expected {dtype} of shape {shapes[name]}")
+        if not all_finite(value):  # a NaN weight makes every answer NaN (and --json invalid)
+            raise ValueError(f"{where}: entry {key!r} holds NaN or infinite values; expected "
+                             "finite weights")
         state[name] = value
     missing = [name for name in shapes if name not in state]
     if missing:

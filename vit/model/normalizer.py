@@ -14,10 +14,13 @@ __all__ = ["Normalizer", "check_statistics", "all_finite", "STD_FLOOR", "MAX_MEA
 #: Images normalized (and statistics summed) this many elements at a time.
 CHUNK_ELEMENTS = 1 << 22
 
-#: The smallest std a Normalizer divides by (float32's smallest normal number: below it,
-#: normalized float32 inputs overflow to inf) and the largest |mean| it subtracts (float32's
-#: largest: the mean of any float32 pixels), for ``check_statistics`` (a checkpoint's norm/
-#: entries too).
+#: The smallest std a Normalizer divides by (float32's smallest normal number: a subnormal
+#: std has lost its precision) and the largest |mean| it subtracts (float32's largest: the
+#: mean of any float32 pixels), for ``check_statistics`` (a checkpoint's norm/ entries too).
+#: The floor does not make the normalized inputs finite, let alone usable: 16 / STD_FLOOR is
+#: 1.4e39, beyond float32. How large a normalized input may be depends on the model's weights
+#: and dtype (its LayerNorms square the residual stream); that bound is derived and checked
+#: where the inputs meet the model, by vit.model.input_bound.
 STD_FLOOR = float(np.finfo(np.float32).tiny)
 MAX_MEAN = float(np.finfo(np.float32).max)
 

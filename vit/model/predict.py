@@ -17,7 +17,9 @@ import numpy as np
 import minigrad as mg
 from minigrad import Tensor, checks
 
+from ..io.files import check_built
 from .config import activation_bytes, current_limits
+from .input_bound import check_inputs
 from .normalizer import all_finite
 from .views import TTA_SHIFTS, shifted
 
@@ -96,6 +98,7 @@ def model_inputs(model, images, where: str = "TinyViT.predict images") -> np.nda
         out = model.normalizer(as_float32(x, where), model.dtype)
     else:
         out = x.astype(model.dtype)
+    check_inputs(model, out, where)  # beyond it the LayerNorms overflow: NaN answers
     problem = range_problem(low, high, getattr(model, "input_range", None), where)
     if problem:
         warnings.warn(problem, InputRangeWarning, stacklevel=3)
@@ -142,6 +145,12 @@ def predict(model, images, *, probabilities: bool = False, tta: bool = False) ->
         if not isinstance(value, bool):
             raise TypeError(f"TinyViT.predict {name}: got {value!r}; expected True or False")
     x = model_inputs(model, images)
+    # the (N, K) logits, their float64 softmax, its exponentials and TTA's running sum (at most
+    # 5 x 8 bytes a score) grow with the model file's class count, not with the images' bytes:
+    # bounded first
+    check_built("TinyViT.predict images", f"the scores of {len(x):,} images x "
+                f"{model.config['num_classes']:,} classes", len(x) * model.config["num_classes"],
+                5 * 8, current_limits()[1], "predict fewer images per call")
     if tta:
         probs = tta_probabilities(model, x)
         return probs if probabilities else np.argmax(probs, axis=1).astype(np.int64)

@@ -28,7 +28,7 @@ from minigrad.nn import LayerNorm, Linear, ModuleList
 from .block import Attention, Block, Mlp
 from .config import MAX_DEPTH
 from .modelfile import Explicit, MissingEntryWarning, Preprocessing
-from .normalizer import Normalizer
+from .normalizer import Normalizer, all_finite
 from .timm_config import flat_arguments, is_native, read_preprocessing, timm_config
 from .tinyvit import TinyViT
 
@@ -337,6 +337,9 @@ def from_timm(state_dict: Mapping[str, Any], config: Mapping[str, Any], *,
         if value.dtype.kind != "f" or value.shape != want:
             raise ValueError(f"from_timm state_dict {key!r}: got {value.dtype} {value.shape}; "
                              f"expected a floating array of shape {want}")
+        if not all_finite(value):  # a NaN weight makes every answer NaN (and --json invalid)
+            raise ValueError(f"from_timm state_dict {key!r}: holds NaN or infinite values; "
+                             "expected finite weights")
         arrays[key] = value
     dtypes = sorted({a.dtype.name for a in arrays.values()})
     if dtype is None and len(dtypes) > 1:

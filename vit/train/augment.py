@@ -13,7 +13,6 @@ transforms; :func:`random_affine_params` draws them;
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -21,7 +20,15 @@ from minigrad import checks
 
 from ..model.views import _batch, affine
 
-__all__ = ["affine", "random_affine_params", "random_affine", "random_shift"]
+__all__ = ["affine", "random_affine_params", "random_affine", "random_shift", "MAX_TRANSLATE"]
+
+#: The largest random translation, in pixels. The sampler draws it in float64 and the
+#: sampling positions are pixel coordinates that the model's dtype must still tell apart:
+#: float32 holds every integer up to 2**24 exactly and no more, and no image side the
+#: activation bound admits comes near 2**24, so a shift of 2**24 already moves every pixel
+#: out of the image (only fill is left). A larger one would only lose precision, or overflow
+#: (``uniform(-t, t)`` needs ``2 t`` finite).
+MAX_TRANSLATE = float(2**24)
 
 
 def _range(name: str, value, low: float, high: float, closed: bool = True) -> float:
@@ -46,7 +53,7 @@ def random_affine_params(n: int, size: tuple[int, int], rng: np.random.Generator
         raise TypeError(f"rng: got {type(rng).__name__}; expected a numpy.random.Generator")
     rotate = _range("rotate", rotate, 0.0, 180.0)
     scale = _range("scale", scale, 0.0, 1.0, closed=False)
-    translate = _range("translate", translate, 0.0, math.inf)
+    translate = _range("translate", translate, 0.0, MAX_TRANSLATE)
     angle = np.deg2rad(rng.uniform(-rotate, rotate, n))
     zoom = rng.uniform(1.0 - scale, 1.0 + scale, n)
     shift = rng.uniform(-translate, translate, (n, 2))

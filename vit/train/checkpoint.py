@@ -349,7 +349,18 @@ def load_checkpoint(path: str | os.PathLike, max_parameters: int | None = None) 
     checkpoint written before an entry existed lacks. Raises FileNotFoundError for a missing
     file and ValueError (with the path, the entry and the reason) for anything else wrong.
     """
-    return checkpoint_from_entries(load_npz(path), f"checkpoint {path}", max_parameters)
+    return checkpoint_from_entries(load_npz(path, names=entry_name_problem),
+                                   f"checkpoint {path}", max_parameters)
+
+
+def entry_name_problem(name: str) -> str | None:
+    """Why a member named ``name`` has no place in a checkpoint, nor in a model file (whose
+    entries are a subset; None: it may): asked by the reader before the member is read, so an
+    unknown entry is never inflated."""
+    if name in _FIXED + _OPTIONAL or name.startswith(_GROUPS):
+        return None
+    return (f"unexpected entries [{shorten(name)!s}]; expected only {', '.join(_FIXED)} and "
+            "param/, optim/, sched/ entries")
 
 
 def checkpoint_from_entries(arrays: dict, where: str,

@@ -32,10 +32,9 @@ from ..io.npz import load_npz, save_npz_atomic
 from ..model.predict import predict
 from .checkpoint import load_checkpoint
 from .data import Dataset
-from .loop import build_model, load_task, train
-from .optimizer import build_optimizer
+from .loop import check_first_step, load_task, train
 from .options import TrainOptions
-from .runfolder import CHECKPOINT, METRICS, read_metrics
+from .runfolder import CHECKPOINT, METRICS, RunLock, read_metrics
 
 __all__ = ["FOLD_SEED", "stratified_folds", "merged", "fold_dataset", "crossval", "summarize"]
 
@@ -120,21 +119,48 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
     seeds = _seeds(seeds)
     source = load_task(options)  # bad data fails before any file is written
     x, y = merged(source)
+    name = source.name
+    del source  # the merged copy is all that is needed (each run loads its own fold file)
     fold = stratified_folds(y, folds, FOLD_SEED)
     base = replace(options, task="digits", data=None, seed=seeds[0]).resolved()
-    first, _ = fold_dataset(x, y, fold, 0)
-    build_optimizer(base, build_model(base, first), 1)  # bad options fail here, not after files
+    for s in seeds[1:]:  # every seed as the runs will take it, before any fold trains
+        replace(base, seed=s)
+    check_first_step(base, fold_dataset(x, y, fold, 0)[0])  # bad options fail here, first
     out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+    # the folder's own lock, held to the end: a second crossval is refused before it checks
+    # or rewrites anything here (each run below also locks its own run folder)
+    held = [x]  # handed over, not shared: _crossval lets go of the images once written
+    del x
+    with RunLock(out):
+        return _crossval(base, name, held, y, fold, out, folds, seeds, resume, overwrite,
+                         quiet, log, tta)
+
+
+def _crossval(base, name: str, held: list, y, fold, out: Path, folds: int,
+              seeds: list[int], resume: bool, overwrite: bool, quiet: bool, log,
+              tta: bool) -> dict:
+    """:func:`crossval` once ``out`` is held. ``held``: [the merged images], emptied once the
+    fold files hold them, so that no copy of the data set stays beside each run's own."""
+    x = held.pop()
     runs = [(i, s, out / f"fold{i}-seed{s}") for i in range(folds) for s in seeds]
     used = [r for _, _, r in runs if (r / CHECKPOINT).exists()] + \
         [out / RESULT] * (out / RESULT).exists()
     if used and not (resume or overwrite):
         raise ValueError(f"--out {out} already holds a cross-validation ({used[0]}); pass "
                          "--resume to continue it or --overwrite to start again")
+    # crossval.json is the folder's commit record: it goes first and is written last, so it
+    # never stands beside runs it does not describe (an interrupted --overwrite or --resume
+    # leaves none, and the next --resume writes it again)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        os.unlink(out / RESULT)
+    except FileNotFoundError:
+        pass
     except OSError as e:
-        raise ValueError(f"--out {out}: not a writable folder ({e.strerror or e})") from None
+        raise ValueError(f"--out {out}: cannot remove {RESULT} ({e.strerror or e})") from None
     for i in range(folds):
         path = out / f"fold{i}.npz"
         _, arrays = fold_dataset(x, y, fold, i)
@@ -145,6 +171,8 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
                                  f"--folds {folds} give; start a new --out")
         else:
             save_npz_atomic(path, arrays)
+        del arrays
+    del x  # every fold file holds its images now; a run (and TTA) reads them from there
     acc: dict[int, list[float]] = {s: [0.0] * folds for s in seeds}
     acc_tta: dict[int, list[float]] = {s: [0.0] * folds for s in seeds}
     records = []
@@ -163,9 +191,9 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
             records.append({"fold": i, "seed": s, "test_acc": last["test_acc"],
                             "test_n": int(np.sum(fold == i)), "run": run.name})
             if tta:  # the run's model on its held-out fold's raw images, as vit eval --tta
-                held_out = fold_dataset(x, y, fold, i)[0]
+                held_out = load_npz(out / f"fold{i}.npz")
                 model = load_checkpoint(run / CHECKPOINT).model
-                hits = predict(model, held_out.x_test, tta=True) == held_out.y_test
+                hits = predict(model, held_out["x_test"], tta=True) == held_out["y_test"]
                 acc_tta[s][i] = records[-1]["test_acc_tta"] = float(np.mean(hits))
             bar.set_postfix(acc=f"{statistics.fmean(r['test_acc'] for r in records):.4f}",
                             refresh=False)
@@ -174,10 +202,10 @@ def crossval(options: TrainOptions, out: str | os.PathLike, *, folds: int = 5,
     stats = summarize(acc)
     per_seed = " / ".join(f"{100 * stats['per_seed'][s]['mean']:.2f}" for s in seeds)
     summary = (f"crossval: {folds} folds x {len(seeds)} seed{'s' * (len(seeds) > 1)} on "
-               f"{source.name} ({len(y)} images): accuracy {100 * stats['mean']:.2f}% +- "
+               f"{name} ({len(y)} images): accuracy {100 * stats['mean']:.2f}% +- "
                f"{100 * stats['std']:.2f} (mean +- std over folds); per seed {per_seed}; median "
                f"over seeds {100 * stats['median_over_seeds']:.2f}%; {out / RESULT}")
-    result = {"data": source.name, "images": int(len(y)), "folds": folds,
+    result = {"data": name, "images": int(len(y)), "folds": folds,
               "fold_seed": FOLD_SEED, "seeds": seeds,
               "options": {k: v for k, v in asdict(base).items() if k not in ("data", "seed")},
               "runs": records, **stats, "summary": summary}

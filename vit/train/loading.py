@@ -16,7 +16,7 @@ from ..io.npz import load_npz
 from ..model.modelfile import FORMAT as MODEL_FORMAT
 from ..model.modelfile import Explicit, MissingEntryWarning
 from ..model.tinyvit import TinyViT
-from .checkpoint import FORMAT, Checkpoint, checkpoint_from_entries
+from .checkpoint import FORMAT, Checkpoint, checkpoint_from_entries, entry_name_problem
 from .runfolder import CHECKPOINT, METRICS
 
 __all__ = ["load", "open_model", "Loaded", "KINDS"]
@@ -69,7 +69,8 @@ def open_model(path: str | os.PathLike, *, max_parameters: int | None = None,
             raise ValueError(f"{what}: {where} is a folder but not a run folder{has}; expected "
                              f"{', '.join(KINDS[:-1])} or a run folder written by `vit train`")
         run_dir, p = p, p / CHECKPOINT
-    arrays = load_npz(p)
+    # names first: an entry neither a checkpoint nor a model file has is never inflated
+    arrays = load_npz(p, names=_entry_problem)
     fmt = arrays.get("format")
     kind = str(fmt) if fmt is not None and np.shape(fmt) == () and \
         np.asarray(fmt).dtype.kind == "U" else None
@@ -90,6 +91,15 @@ def open_model(path: str | os.PathLike, *, max_parameters: int | None = None,
                          f"{', '.join(KINDS[:-1])} or {KINDS[-1]}")
     model, notes = TinyViT.from_entries(arrays, str(p), max_parameters, explicit)
     return Loaded(model, "model file", p, run_dir, None, tuple(notes))
+
+
+def _entry_problem(name: str) -> str | None:
+    """Why an entry named ``name`` cannot be in a model file or a checkpoint (None: it can)."""
+    if entry_name_problem(name) is None:
+        return None
+    return (f"holds an entry {shorten(name)} that no model file or checkpoint has (an .npz "
+            "without 'format' or 'config' entries, such as a data set, is something else); "
+            f"expected {', '.join(KINDS[:-1])} or {KINDS[-1]}")
 
 
 def load(path: str | os.PathLike, max_parameters: int | None = None, *, mean=None, std=None,

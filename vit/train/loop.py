@@ -4,7 +4,8 @@
 
     OUT/checkpoint.npz   the whole state after the last completed epoch (checkpoint.py)
     OUT/metrics.jsonl    one JSON object per epoch (flushed and fsynced line by line)
-    OUT/.run.lock        while the run lives: its flock, pid, host and start (runfolder.py)
+    OUT/.run.lock        while the run lives: its pid, host and start (the flock is on OUT
+                         itself: runfolder.py)
 
 Every file is written through vit/io/atomic.py (never through a symlink at its name, with the
 umask's permissions), and only the run that holds the lock writes in the folder.
@@ -32,17 +33,21 @@ from minigrad import F, Tensor
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
 from ..model.losses import mixup, one_hot
+from ..io.files import check_built
+from ..model.config import activation_bytes, current_limits
+from ..model.input_bound import check_inputs
 from ..model.modelfile import input_range_of
 from ..model.normalizer import Normalizer
 from ..model.tinyvit import TinyViT
-from .augment import random_affine, random_shift
+from .augment import random_affine, random_affine_params, random_shift
 from .checkpoint import check_progress, load_checkpoint, save_checkpoint
 from .data import Dataset, load_data, position_task
 from .optimizer import build_optimizer
 from .options import TrainOptions
 from .runfolder import CHECKPOINT, METRICS, keep_metrics_until, open_run_folder
 
-__all__ = ["TrainingDiverged", "load_task", "build_model", "evaluate", "train"]
+__all__ = ["TrainingDiverged", "load_task", "build_model", "check_first_step", "evaluate",
+           "train"]
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint was kept."""
@@ -74,10 +79,28 @@ def build_model(options: TrainOptions, data: Dataset) -> TinyViT:
                    fused=options.fused)
 
 
+def check_first_step(o: TrainOptions, data: Dataset) -> None:
+    """Build what the first step builds from ``o`` (the model, the optimizer, one draw of the
+    augmentation's sampler), so that whatever they refuse is refused before any file is
+    written (with ``--overwrite``, before the previous run is gone)."""
+    model = build_model(o, data)
+    build_optimizer(o, model, 1)
+    # a step's batch is bounded before the augmentation builds it, not by the forward after
+    batch = min(o.batch_size, len(data.x_train))
+    check_built(f"--batch-size {o.batch_size}", f"the activations of a batch of {batch:,} "
+                "images", batch, activation_bytes(model.config, model.dtype.itemsize),
+                current_limits()[1], "lower --batch-size")
+    if o.rotate or o.scale or o.translate:
+        random_affine_params(1, data.image_shape[1:], np.random.default_rng(0), rotate=o.rotate,
+                             scale=o.scale, translate=o.translate)
+
+
 def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
              batch_size: int = 512) -> tuple[float, float, np.ndarray]:
     """(mean cross-entropy, accuracy, predictions) on normalized images, in batches, no graph."""
     total, preds = 0.0, []
+    per_image = activation_bytes(model.config, model.dtype.itemsize)
+    batch_size = max(1, min(batch_size, current_limits()[1] // per_image))  # the model's bound
     with mg.no_grad():
         for i in range(0, len(x), batch_size):
             logits = model(Tensor(x[i:i + batch_size]))
@@ -130,6 +153,7 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     """
     o = options.resolved()
     data = load_task(o)  # bad data fails before any folder is made
+    check_first_step(o, data)
     out = Path(out)
     with open_run_folder(out, CHECKPOINT, resume, overwrite):  # held until the run ends, however it ends
         return _run(options, o, data, out, resume, stop_after, quiet, log)
@@ -242,6 +266,9 @@ def _run(options: TrainOptions, o: TrainOptions, data: Dataset, out: Path, resum
     input_range = (ck.input_range if ck else None) or input_range_of(data.x_train)
     model = ck.model if ck else build_model(o, data)
     arrays = _normalized(normalizer, data, model.dtype)
+    # before any file of the run is written: beyond the bound the losses are NaN
+    check_inputs(model, arrays.x_train, "--data training images")
+    check_inputs(model, arrays.x_test, "--data test images")
     steps = math.ceil(len(arrays.x_train) / o.batch_size)
     optimizer, schedule, rng, start = _training_state(ck, o, model, steps, out, log)
 

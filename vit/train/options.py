@@ -13,6 +13,7 @@ import numpy as np
 
 from ..io.files import is_finite_real, shorten
 from ..model.config import MAX_DEPTH, current_limits, parameter_count
+from .augment import MAX_TRANSLATE
 from .runfolder import MAX_EPOCH
 
 __all__ = ["TrainOptions", "MAX_EPOCHS", "ADDED_LATER"]
@@ -128,8 +129,8 @@ class TrainOptions:
             number(field, 1, integer=True)
         number("epochs", 1, MAX_EPOCHS, integer=True)
         number("depth", 1, MAX_DEPTH, integer=True)
-        for field in ("shift", "seed"):
-            number(field, 0, integer=True)
+        number("seed", 0, integer=True)
+        number("shift", 0, int(MAX_TRANSLATE), integer=True)  # the same bound as translate's
         for field in ("no_pos_emb", "no_decay_norm_bias", "probe", "fused"):
             if not isinstance(getattr(self, field), (bool, np.bool_)):
                 raise TypeError(f"{name(field)}: got {shorten(getattr(self, field))}; expected "
@@ -141,7 +142,16 @@ class TrainOptions:
         number("label_smoothing", 0, 1, high_open=True)
         number("rotate", 0, 180)
         number("scale", 0, 1, high_open=True)
-        number("translate", 0)
+        number("translate", 0, MAX_TRANSLATE)
+        # the optimizer keeps these in the parameters' dtype: each must be a finite number of
+        # that dtype (1e39 is a float64 and an infinite float32), checked before any file
+        largest = float(np.finfo(np.dtype(self.dtype)).max)
+        for field in ("lr", "momentum", "weight_decay"):
+            value = getattr(self, field)
+            if value is not None and value > largest:
+                raise ValueError(f"{name(field)}: got {shorten(value)}; expected at most "
+                                 f"{largest:g}, the largest {self.dtype} (the dtype the "
+                                 "parameters are updated in)")
         if self.dim % self.heads:
             raise ValueError(f"{name('heads')}: --heads {self.heads} does not divide --dim "
                              f"{self.dim}; expected a divisor of --dim")

@@ -1,12 +1,14 @@
-"""One run per run folder: an exclusive lock held for the run's whole life.
+"""One command per folder: an exclusive lock held for the command's whole life.
 
-``RunLock(folder)`` takes ``fcntl.flock(LOCK_EX | LOCK_NB)`` on ``folder/.run.lock`` before
-the run writes anything and keeps it until the run ends. The holder's pid, host and start
-time are written into the file, so a second run (``--overwrite`` included) is refused with
-an error that names the holder. A lock whose holder died is released by the kernel with
-the process: it never needs cleaning up. The file is removed when the run ends; a process
-that locked a file removed meanwhile checks the name still leads to the file it locked, and
-tries again if not (so two runs can never both hold the folder).
+``RunLock(folder)`` takes ``fcntl.flock(LOCK_EX | LOCK_NB)`` on the folder itself (a
+descriptor of the directory, ``O_RDONLY | O_DIRECTORY``) before the command writes anything
+and keeps it until the command ends. Every command that writes a folder takes it: a training
+run, a cross-validation (its own folder; each of its runs locks its run folder too) and a
+timm export. The lock lives on the folder's inode, not on a file in it, so deleting or
+replacing any file there (``.run.lock`` included) cannot free it. The holder's pid, host and
+start time are written into ``folder/.run.lock`` for the error a second command shows; that
+file is only a note, removed when the holder ends. A lock whose holder died is released by
+the kernel with the process: it never needs cleaning up.
 """
 from __future__ import annotations
 
@@ -33,8 +35,8 @@ __all__ = ["CHECKPOINT", "METRICS", "LOCK", "RunLock", "RunFolderBusy", "remove_
 CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.jsonl"
 LOCK = ".run.lock"
-#: The temporary files a run leaves when killed mid-write (checkpoint, metrics).
-RUN_TEMPS = (".npz", ".jsonl")
+#: The temporary files a run leaves when killed mid-write (checkpoint, metrics, lock note).
+RUN_TEMPS = (".npz", ".jsonl", ".lock")
 _MAX_HOLDER_BYTES = 4096  # what is read of another holder's lock file
 
 
@@ -49,77 +51,69 @@ class RunLock:
         self.folder = Path(folder)
         self.path = self.folder / LOCK
         self.what = what
-        self.fd: int | None = None
+        self.fd: int | None = None  # the folder's descriptor, which holds the lock
+        self.note = -1  # the inode of the .run.lock this holder wrote
         self.since = 0.0  # time.time() when the lock was taken
 
     def acquire(self) -> RunLock:
         if fcntl is None:  # pragma: no cover
             raise RuntimeError("run-folder locks need fcntl (POSIX)")
-        for _ in range(100):  # a holder removing its file between our open and our lock
-            fd = self._open()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _describe_holder(fd)
-                os.close(fd)
-                raise RunFolderBusy(
-                    f"{self.what} {self.folder}: another run is using this folder ({holder}); "
-                    f"expected a folder no live run holds: wait for it to end or choose "
-                    f"another {self.what}") from None
-            except OSError as e:
-                os.close(fd)
-                raise self._unwritable(e) from None
-            try:
-                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)  # we locked a file its last holder had just removed
-        else:  # pragma: no cover
-            raise RunFolderBusy(f"{self.what} {self.folder}: the lock keeps changing hands")
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (info + "\n").encode(), 0)
-            os.fsync(fd)
+            fd = os.open(self.folder, flags)
+        except OSError as e:
+            raise self._unwritable(e) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunFolderBusy(
+                f"{self.what} {self.folder}: another run is using this folder "
+                f"({_describe_holder(self.path)}); expected a folder no live run holds: wait "
+                f"for it to end or choose another {self.what}") from None
         except OSError as e:
             os.close(fd)
             raise self._unwritable(e) from None
+        try:
+            self._check_note()
+            info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            try:  # a fresh file renamed into place: a link at the name is replaced, not followed
+                write_atomic(self.path, lambda f: f.write((info + "\n").encode()))
+                self.note = os.stat(self.path, follow_symlinks=False).st_ino
+            except OSError as e:
+                raise self._unwritable(e) from None
+        except BaseException:
+            os.close(fd)
+            raise
         self.fd, self.since = fd, time.time()
         return self
 
-    def _open(self) -> int:
-        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
-            getattr(os, "O_CLOEXEC", 0)
+    def _check_note(self) -> None:
+        """Refuse a symlink or anything but a regular file at ``.run.lock`` (what a user or
+        another program put there is not silently replaced)."""
         try:
-            fd = os.open(self.path, flags, 0o666)
-        except OSError as e:
-            if os.path.islink(self.path):
-                raise ValueError(f"{self.what} {self.folder}: {LOCK} is a symbolic link; "
-                                 "expected a regular file (or none)") from None
-            if os.path.lexists(self.path):
-                raise ValueError(f"{self.what} {self.folder}: {LOCK} is not a regular file "
-                                 f"({e.strerror}); expected a regular file (or none)") from None
-            raise self._unwritable(e) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(mode):
+            raise ValueError(f"{self.what} {self.folder}: {LOCK} is a symbolic link; "
+                             "expected a regular file (or none)")
+        if not stat.S_ISREG(mode):
             raise ValueError(f"{self.what} {self.folder}: {LOCK} is not a regular file; "
                              "expected a regular file (or none)")
-        return fd
 
     def _unwritable(self, e: OSError) -> ValueError:
         return ValueError(f"{self.what} {self.folder}: not a writable folder "
                           f"({e.strerror or e})")
 
     def release(self) -> None:
-        """Remove the lock file (if it is still ours) and let the lock go."""
+        """Remove the note (if it is still ours) and let the lock go."""
         if self.fd is None:
             return
         fd, self.fd = self.fd, None
         try:
-            if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+            if os.stat(self.path, follow_symlinks=False).st_ino == self.note:
                 os.unlink(self.path)
         except OSError:
             pass  # gone or unremovable: the kernel still releases the lock below
@@ -133,15 +127,21 @@ class RunLock:
         self.release()
 
 
-def _describe_holder(fd: int) -> str:
+def _describe_holder(path: Path) -> str:
     """What the holder wrote (pid, host, start time), read defensively: it is only shown."""
     try:
-        raw = os.pread(fd, _MAX_HOLDER_BYTES, 0)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) |
+                     getattr(os, "O_CLOEXEC", 0))
+        try:
+            raw = os.pread(fd, _MAX_HOLDER_BYTES, 0) if stat.S_ISREG(os.fstat(fd).st_mode) \
+                else b""
+        finally:
+            os.close(fd)
         info = json.loads(raw.decode("utf-8"))
         return (f"pid {int(info['pid'])} on {_printable(info['host'], 100)} started "
                 f"{_printable(info['started'], 40)}")
     except (OSError, ValueError, KeyError, TypeError, OverflowError):
-        return "a process that has not written its details yet"
+        return "a process whose details are not at hand"
 
 
 def _printable(value: object, limit: int) -> str:

@@ -230,3 +230,16 @@ def test_cnn_step_benchmark_runs():
                           timeout=600, cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert "A cnn 8x8" in proc.stdout and "minigrad32" in proc.stdout
+
+
+@pytest.mark.parametrize("op, x, w, padding", [
+    ("conv2d", np.ones((1, 1, 4, 4)), np.ones((1, 1, 2, 2)), 10**6),
+    ("conv1d", np.ones((1, 1, 4)), np.ones((1, 1, 2)), 10**9),
+])
+def test_conv_padding_is_bounded_as_pad_bounds_it(op, x, w, padding):
+    """The padded input is what conv builds first: a padding of 10**6 around a 4x4 image
+    (4e12 elements) is refused before it is allocated, as F.pad refuses the same."""
+    with pytest.raises(ValueError, match="pad_width.*MAX_OUTPUT_ELEMENTS"):
+        F.pad(mg.tensor(x), [(0, 0)] * 2 + [(padding, padding)] * (x.ndim - 2))
+    with pytest.raises(ValueError, match=f"{op} padding.*MAX_OUTPUT_ELEMENTS"):
+        getattr(F, op)(mg.tensor(x), mg.tensor(w), padding=padding)

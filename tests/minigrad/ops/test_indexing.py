@@ -176,3 +176,36 @@ def test_one_hot_matches_torch(labels, num_classes):
     want = torch.nn.functional.one_hot(torch.as_tensor(labels), num_classes).numpy()
     assert got.dtype == want.dtype == np.int64 and not got.requires_grad
     np.testing.assert_array_equal(got.data, want)
+
+
+# ---- sizes checked before the data is scanned -------------------------------------------
+def _huge_view(shape, bad):
+    """A broadcast view of ``shape`` (far more elements than the size bound) holding one
+    out-of-range value: refused for its size, before anything scans it for the value."""
+    base = np.zeros((1,) * len(shape), np.intp)
+    base[...] = bad
+    return np.broadcast_to(base, shape)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: F.take_along_axis(mg.tensor(np.ones((2, 3))), _huge_view((1, 2**29), 9),
+                              axis=1),
+    lambda: F.put_along_axis(mg.tensor(np.ones((2, 3))), _huge_view((1, 2**29), 9), 1.0,
+                             axis=1),
+], ids=["take_along_axis", "put_along_axis"])
+def test_along_axis_checks_the_broadcast_size_before_scanning_indices(call):
+    with pytest.raises(ValueError, match="indices.*elements to allocate"):
+        call()
+
+
+def test_one_hot_checks_the_size_before_scanning_labels():
+    with pytest.raises(ValueError, match="num_classes.*elements"):
+        F.one_hot(_huge_view((2**29,), -1), 2)
+    with pytest.raises(ValueError, match="num_classes.*elements"):
+        F.one_hot(np.array([0, 1]), 2**40)  # neither scans nor allocates
+
+
+def test_a_long_transpose_error_is_shown_short():
+    with pytest.raises(ValueError) as info:
+        F.transpose(mg.tensor(np.ones((2, 3))), tuple(range(10**6)))
+    assert "1000000 axes" in str(info.value) and len(str(info.value)) < 400
