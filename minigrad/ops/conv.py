@@ -63,7 +63,7 @@ def _check_padded(op_name: str, padding, x_shape: tuple, pads: tuple) -> None:
     padding (from the shapes, before NumPy is asked for it)."""
     spatial = len(pads)
     padded = elements(x_shape[:-spatial]) * elements(
-        n + b + a for n, (b, a) in zip(x_shape[-spatial:], pads))
+        n + b + a for n, (b, a) in zip(x_shape[-spatial:], pads, strict=True))
     check_output(op_name, "padding", padded, f"{padding!r} for an input of shape {x_shape}")
 
 

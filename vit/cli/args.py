@@ -4,14 +4,14 @@ prints one line and exits with status 2)."""
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from ..model.modelfile import Explicit
 
-__all__ = ["number_type", "positive_int", "natural", "positive", "nonnegative", "fraction", "degrees",
-           "seed_list", "number_list", "add_preprocessing_options", "explicit_of"]
+__all__ = ["number_type", "positive_int", "natural", "positive", "nonnegative", "fraction",
+           "degrees", "seed_list", "number_list", "add_preprocessing_options", "explicit_of"]
 
 
 def number_type(kind: type, test: Callable[[float], bool],

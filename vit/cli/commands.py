@@ -213,7 +213,7 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
         x = model_inputs(model, data.x_train[:n], f"{data.name} x")
         K = model.config["num_classes"]
         soft = mixup(x, data.y_train[:n], K, rng=rng).y
-        names, params = zip(*model.named_parameters())
+        names, params = zip(*model.named_parameters(), strict=True)
         what = f"{loaded.path}, {n} images of {data.name}"
     else:
         model = TinyViT(img_size=args.img_size, patch_size=args.patch_size, dim=args.dim,
@@ -222,7 +222,7 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
                         seed=args.seed)
         x = rng.standard_normal((args.batch, 1, args.img_size, args.img_size))
         soft = mixup(x, rng.integers(0, args.classes, args.batch), args.classes, rng=rng).y
-        names, params = zip(*model.named_parameters())
+        names, params = zip(*model.named_parameters(), strict=True)
         for p in params:  # move LayerNorm gains and zero biases off their initial values
             p.data += 0.1 * rng.standard_normal(p.shape)
         what = "a random model"
@@ -237,7 +237,7 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
           f"{'random directions' if args.fast else 'every element'}): d loss / d parameter")
     print(f"{'parameter':<24} {'shape':<12} {'max abs err':>11} {'max rel err':>11}  result")
     for r in report.inputs:
-        print(f"{names[r.index]:<24} {str(r.shape):<12} {r.max_abs_err:>11.2e} "
+        print(f"{names[r.index]:<24} {r.shape!s:<12} {r.max_abs_err:>11.2e} "
               f"{r.max_rel_err:>11.2e}  {'ok' if r.ok else 'FAIL'}")
     for problem in report.problems:
         print(f"problem: {problem}")

@@ -95,12 +95,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
         batches.append(x)
     classes, probs = top_k(predict(model, np.concatenate(batches), probabilities=True,
                                    tta=args.tta), k)
-    for (name, index), c, p in zip(names, classes, probs):
+    for (name, index), c, p in zip(names, classes, probs, strict=True):
         if args.json:
-            print(json.dumps({"file": name, "index": index, "top": [
-                {"class": int(ci), "probability": float(pi)} for ci, pi in zip(c, p)]}))
+            top = [{"class": int(ci), "probability": float(pi)}
+                   for ci, pi in zip(c, p, strict=True)]
+            print(json.dumps({"file": name, "index": index, "top": top}))
         else:
             label = name if index is None else f"{name}[{index}]"
-            print(f"{label}: " + "  ".join(f"{ci} ({100 * pi:.1f}%)" for ci, pi in zip(c, p)))
+            shown = "  ".join(f"{ci} ({100 * pi:.1f}%)" for ci, pi in zip(c, p, strict=True))
+            print(f"{label}: {shown}")
     sys.stdout.flush()
     return 0

@@ -8,7 +8,8 @@ import os
 import struct
 import zipfile
 import zlib
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 

@@ -13,7 +13,6 @@ transforms; :func:`random_affine_params` draws them;
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from minigrad import checks

@@ -288,9 +288,9 @@ def validate_entries(arrays: dict, where: str, max_parameters: int | None = None
     parameters, optimizer and schedule. Returns (config, dtype, options, rng). Every problem
     is one ValueError naming the entry, what it held and what was expected."""
     if "format" not in arrays:
-        raise ValueError(f"{where}: not a training checkpoint (no 'format' entry: "
-                         f"{'a model file saved without one' if 'config' in arrays else 'not a file vit writes'}"
-                         f"); expected a checkpoint ({FORMAT}) as `vit train` writes")
+        what = "a model file saved without one" if "config" in arrays else "not a file vit writes"
+        raise ValueError(f"{where}: not a training checkpoint (no 'format' entry: {what}); "
+                         f"expected a checkpoint ({FORMAT}) as `vit train` writes")
     fmt = np.asarray(arrays["format"])
     if fmt.shape != () or str(fmt) != FORMAT:
         raise ValueError(f"{where}: not a training checkpoint (entry 'format' is "

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from tqdm import tqdm
@@ -96,7 +96,7 @@ def summarize(acc: dict[int, list[float]]) -> dict:
     over the seeds; ``median_over_seeds`` is the median of the per-seed means."""
     per_seed = {s: {"fold_acc": a, "mean": statistics.fmean(a),
                     "std": statistics.stdev(a) if len(a) > 1 else 0.0} for s, a in acc.items()}
-    by_fold = [statistics.fmean(col) for col in zip(*acc.values())]
+    by_fold = [statistics.fmean(col) for col in zip(*acc.values(), strict=True)]
     return {"per_seed": per_seed, "mean": statistics.fmean(by_fold),
             "std": statistics.stdev(by_fold) if len(by_fold) > 1 else 0.0,
             "median_over_seeds": statistics.median(p["mean"] for p in per_seed.values())}
@@ -205,7 +205,7 @@ def _crossval(base, name: str, held: list, y, fold, out: Path, folds: int,
                f"{name} ({len(y)} images): accuracy {100 * stats['mean']:.2f}% +- "
                f"{100 * stats['std']:.2f} (mean +- std over folds); per seed {per_seed}; median "
                f"over seeds {100 * stats['median_over_seeds']:.2f}%; {out / RESULT}")
-    result = {"data": name, "images": int(len(y)), "folds": folds,
+    result = {"data": name, "images": len(y), "folds": folds,
               "fold_seed": FOLD_SEED, "seeds": seeds,
               "options": {k: v for k, v in asdict(base).items() if k not in ("data", "seed")},
               "runs": records, **stats, "summary": summary}

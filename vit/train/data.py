@@ -32,9 +32,9 @@ from ..io.files import MAX_DECODED_BYTES, MAX_EXPANSION, decoded_limit, open_reg
 from ..io.npz import load_npz
 from ..model.normalizer import all_finite
 
-__all__ = ["Dataset", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION",
-           "MAX_CLASSES", "MAX_DATA_ELEMENTS", "stratified_split", "load_digits", "load_npz_dataset", "read_idx", "load_idx_folder",
-           "load_data", "position_task"]
+__all__ = ["Dataset", "DIGITS_PATH", "SPLIT_SEED", "TEST_FRACTION", "MAX_CLASSES",
+           "MAX_DATA_ELEMENTS", "stratified_split", "load_digits", "load_npz_dataset", "read_idx",
+           "load_idx_folder", "load_data", "position_task"]
 
 #: The bundled digits (package data).
 DIGITS_PATH = Path(__file__).parents[1] / "data" / "digits.npz"
@@ -99,7 +99,7 @@ def stratified_split(y: np.ndarray, test_fraction: float = TEST_FRACTION,
     test = []
     for c in np.unique(y):
         members = rng.permutation(np.flatnonzero(y == c))
-        test.append(members[:int(round(test_fraction * len(members)))])
+        test.append(members[:round(test_fraction * len(members))])
     test_idx = np.sort(np.concatenate(test)) if test else np.zeros(0, np.int64)
     is_test = np.zeros(len(y), bool)
     is_test[test_idx] = True

@@ -21,9 +21,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from tqdm import tqdm
@@ -32,10 +33,10 @@ import minigrad as mg
 from minigrad import F, Tensor
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
-from ..model.losses import mixup, one_hot
 from ..io.files import check_built
 from ..model.config import activation_bytes, current_limits
 from ..model.input_bound import check_inputs
+from ..model.losses import mixup, one_hot
 from ..model.modelfile import input_range_of
 from ..model.normalizer import Normalizer
 from ..model.tinyvit import TinyViT
@@ -155,7 +156,8 @@ def train(options: TrainOptions, out: str | os.PathLike, *, resume: bool = False
     data = load_task(o)  # bad data fails before any folder is made
     check_first_step(o, data)
     out = Path(out)
-    with open_run_folder(out, CHECKPOINT, resume, overwrite):  # held until the run ends, however it ends
+    # the folder is held until the run ends, however it ends
+    with open_run_folder(out, CHECKPOINT, resume, overwrite):
         return _run(options, o, data, out, resume, stop_after, quiet, log)
 
 

@@ -49,7 +49,7 @@ def build_optimizer(options: TrainOptions, model: TinyViT, steps_per_epoch: int)
     else:
         optimizer = AdamW(params, lr=o.lr, weight_decay=o.weight_decay)
     total = o.epochs * steps_per_epoch
-    warmup = min(int(round(o.warmup * total)), total - 1)
+    warmup = min(round(o.warmup * total), total - 1)
     if o.schedule == "onecycle":
         schedule = OneCycle(optimizer, max_lr=o.lr, total_steps=total, pct_start=o.warmup)
     else:  # a cosine to lr itself is a constant lr after the warmup

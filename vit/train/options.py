@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from types import MappingProxyType
 
 import numpy as np
 
@@ -86,8 +87,9 @@ class TrainOptions:
         return cls(**{**ADDED_LATER, **values})
 
     #: The allowed names of the options that name things (never looked up any other way).
-    CHOICES = {"task": ("digits", "position"), "optimizer": ("adamw", "sgd"),
-               "schedule": ("onecycle", "cosine", "constant"), "dtype": ("float32", "float64")}
+    CHOICES = MappingProxyType({
+        "task": ("digits", "position"), "optimizer": ("adamw", "sgd"),
+        "schedule": ("onecycle", "cosine", "constant"), "dtype": ("float32", "float64")})
 
     def __post_init__(self) -> None:
         """Every field checked, in one place (the CLI, the API and the checkpoint loader

@@ -17,8 +17,8 @@ import os
 import socket
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..io.atomic import TEMP_PREFIX, write_atomic
 from ..io.files import is_finite_real, shorten
@@ -28,8 +28,9 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
-__all__ = ["CHECKPOINT", "METRICS", "LOCK", "RunLock", "RunFolderBusy", "remove_stale_temps", "read_metrics",
-           "check_metrics_row", "METRIC_FIELDS", "open_run_folder", "keep_metrics_until"]
+__all__ = ["CHECKPOINT", "METRICS", "LOCK", "RunLock", "RunFolderBusy", "remove_stale_temps",
+           "read_metrics", "check_metrics_row", "METRIC_FIELDS", "open_run_folder",
+           "keep_metrics_until"]
 
 #: The files of a run folder: the training checkpoint, the metrics log, the lock.
 CHECKPOINT = "checkpoint.npz"
