@@ -14,6 +14,7 @@ import pytest
 import minigrad as mg
 import vit
 from vit import TinyViT, mixup, one_hot, unpatchify, vit_block
+from vit.model.normalizer import Normalizer
 from vit.train import data as vd
 
 from reliability_util import bad, check_bad, params
@@ -212,7 +213,7 @@ DATA = [bad(f"position_task-{'-'.join(f'{k}={v}' for k, v in kw.items())}",
         for kw, name in POS]
 LBL = np.array([0, 1, 0, 1, 0, 1])
 IMGS = RNG.standard_normal((3, 1, 2, 2))
-NORM = vd.Normalizer.fit(IMGS)
+NORM = Normalizer.fit(IMGS)
 DATA += [
     bad("stratified_split-None", lambda: vd.stratified_split(None), ValueError, "y", "object"),
     bad("stratified_split-2d", lambda: vd.stratified_split(LBL.reshape(2, 3)), ValueError, "y",
@@ -225,14 +226,14 @@ DATA += [
         "test_fraction", "1.5"),
     bad("stratified_split-fraction-nan", lambda: vd.stratified_split(LBL, np.nan), ValueError,
         "test_fraction", "nan"),
-    bad("Normalizer.fit-None", lambda: vd.Normalizer.fit(None), TypeError, "x_train",
+    bad("Normalizer.fit-None", lambda: Normalizer.fit(None), TypeError, "x_train",
         "NoneType"),
-    bad("Normalizer.fit-str", lambda: vd.Normalizer.fit("abc"), TypeError, "x_train", "str"),
-    bad("Normalizer.fit-rank3", lambda: vd.Normalizer.fit(IMGS[:, 0]), ValueError, "x_train",
+    bad("Normalizer.fit-str", lambda: Normalizer.fit("abc"), TypeError, "x_train", "str"),
+    bad("Normalizer.fit-rank3", lambda: Normalizer.fit(IMGS[:, 0]), ValueError, "x_train",
         "(3, 2, 2)"),
-    bad("Normalizer.fit-empty", lambda: vd.Normalizer.fit(IMGS[:0]), ValueError, "x_train",
+    bad("Normalizer.fit-empty", lambda: Normalizer.fit(IMGS[:0]), ValueError, "x_train",
         "(0, 1, 2, 2)"),
-    bad("Normalizer.fit-nan", lambda: vd.Normalizer.fit(IMGS * np.nan), ValueError, "x_train",
+    bad("Normalizer.fit-nan", lambda: Normalizer.fit(IMGS * np.nan), ValueError, "x_train",
         "NaN"),
     bad("Normalizer-channels", lambda: NORM(np.repeat(IMGS, 2, axis=1)), ValueError,
         "Normalizer x", "2-channel", "1 channels", keep=(IMGS,)),
