@@ -182,3 +182,61 @@ def test_group_lr_state_loads_only_into_an_optimizer_with_that_group_lr():
     with pytest.raises(ValueError, match="group.0.lr"):
         fresh.load_state_dict(state)
     assert fresh.group_lr(0) == before == 0.01  # nothing changed (warmup step 0: 0.02 / 2)
+
+
+# ---- hyperparameters changed after construction are checked at step() -----------------------
+BAD_GROUP_VALUES = [
+    (SGD, dict(lr=0.1, momentum=0.9), "weight_decay", float("nan"), "weight_decay"),
+    (SGD, dict(lr=0.1, momentum=0.9), "momentum", float("nan"), "momentum"),
+    (SGD, dict(lr=0.1, momentum=0.9), "momentum", -1.0, "momentum"),
+    (SGD, dict(lr=0.1, momentum=0.9), "dampening", 2.0, "dampening"),
+    (SGD, dict(lr=0.1, momentum=0.9, nesterov=True), "dampening", 0.5, "nesterov"),
+    (SGD, dict(lr=0.1), "nesterov", True, "nesterov"),
+    (AdamW, dict(lr=0.1), "betas", (2.0, 0.9), r"betas\[0\]"),
+    (AdamW, dict(lr=0.1), "betas", (0.9,), "betas"),
+    (AdamW, dict(lr=0.1), "weight_decay", float("nan"), "weight_decay"),
+    (AdamW, dict(lr=0.1), "weight_decay", "0.1", "weight_decay"),
+    (AdamW, dict(lr=0.1), "lr", -0.5, "lr"),  # a group lr is checked as the constructor does
+]
+
+
+@pytest.mark.parametrize("cls, kwargs, key, value, words", BAD_GROUP_VALUES)
+def test_group_hyperparameters_changed_after_construction_are_checked_at_step(
+        cls, kwargs, key, value, words):
+    p = Parameter(np.ones(3, np.float32))
+    opt = cls([p], **kwargs)
+    opt.param_groups[0][key] = value
+    p.grad = np.ones(3, np.float32)
+    with pytest.raises((ValueError, TypeError), match=words):
+        opt.step()
+    np.testing.assert_array_equal(p.data, np.ones(3, np.float32))
+    assert p.version == 0 and not opt.state[0] and opt.step_count == 0
+
+
+def test_lr_set_negative_after_construction_is_refused_at_step():
+    p = Parameter(np.ones(3))
+    opt = SGD([p], lr=0.1)
+    opt.lr = -1.0
+    p.grad = np.ones(3)
+    with pytest.raises(ValueError, match="lr"):
+        opt.step()
+    np.testing.assert_array_equal(p.data, np.ones(3))
+
+
+def test_a_valid_change_after_construction_is_used():
+    p = Parameter(np.ones(3))
+    opt = SGD([p], lr=0.5)
+    opt.param_groups[0]["weight_decay"] = 1  # an int is a real number: accepted
+    p.grad = np.zeros(3)
+    opt.step()
+    np.testing.assert_array_equal(p.data, np.full(3, 0.5))  # 1 - 0.5 * (0 + 1 * 1)
+
+
+def test_a_group_params_list_edited_after_construction_is_refused_at_step():
+    a, b = Parameter(np.ones(2)), Parameter(np.ones(2))
+    opt = SGD([a], lr=0.1)
+    opt.param_groups[0]["params"].append(b)  # would be silently ignored
+    a.grad = b.grad = np.ones(2)
+    with pytest.raises(ValueError, match=r"param_groups\[0\]\['params'\] was changed"):
+        opt.step()
+    np.testing.assert_array_equal(a.data, np.ones(2))
