@@ -8,11 +8,16 @@ binds its generator once, ``rn = partial(helpers.rn, RNG)``, and then writes ``r
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import minigrad as mg
+from minigrad import F
 
-__all__ = ["generator", "rn", "uniform", "leaf", "grad_of"]
+__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "value_and_grads",
+           "assert_same_function", "c_softmax", "c_logsumexp", "c_log_softmax", "c_layer_norm",
+           "c_gelu_tanh", "c_cross_entropy", "c_self_attention"]
 
 
 def generator(rng) -> np.random.Generator:
@@ -48,3 +53,80 @@ def grad_of(fn, x, dtype=np.float64, cot=None):
     out = fn(t)
     out.backward(np.ones(out.shape, dtype) if cot is None else np.asarray(cot, dtype))
     return out.data, t.grad
+
+
+def value_and_grads(fn, arrays, cot_seed=0):
+    """``fn`` on Tensors of the floating ``arrays`` (the others passed as they are), backward
+    with a standard normal cotangent seeded ``cot_seed``: (value, the Tensors' gradients,
+    the cotangent)."""
+    ts = [mg.Tensor(a.copy(), requires_grad=True) if a.dtype.kind == "f" else a for a in arrays]
+    out = fn(*ts)
+    cot = np.random.default_rng(cot_seed).standard_normal(out.shape)
+    out.backward(cot)
+    return out.data, [t.grad for t in ts if isinstance(t, mg.Tensor)], cot
+
+
+def assert_same_function(fused, composed, arrays, rtol=1e-12, atol=1e-12):
+    """``fused`` and ``composed`` agree on ``arrays`` in value and in every gradient, for the
+    same random cotangent."""
+    v1, g1, _ = value_and_grads(fused, arrays)
+    v2, g2, _ = value_and_grads(composed, arrays)
+    assert v1.shape == v2.shape
+    np.testing.assert_allclose(v1, v2, rtol=rtol, atol=atol)
+    for a, b in zip(g1, g2):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+# ---- the fused ops composed from primitive ops (their tests compare the two) -----------------
+def c_softmax(x, axis=-1):
+    e = F.exp(x - F.max(x, axis=axis, keepdims=True))
+    return e / F.sum(e, axis=axis, keepdims=True)
+
+
+def c_logsumexp(x, axis=None, keepdims=False):
+    m = F.max(x, axis=axis, keepdims=True)
+    y = m + F.log(F.sum(F.exp(x - m), axis=axis, keepdims=True))
+    if keepdims:
+        return y
+    return F.reshape(y, ()) if axis is None else F.squeeze(y, axis)
+
+
+def c_log_softmax(x, axis=-1):
+    return x - c_logsumexp(x, axis=axis, keepdims=True)
+
+
+def c_layer_norm(x, w=None, b=None, eps=1e-5):
+    xc = x - F.mean(x, axis=-1, keepdims=True)
+    y = xc / F.sqrt(F.mean(xc * xc, axis=-1, keepdims=True) + eps)
+    if w is not None:
+        y = y * w
+    return y if b is None else y + b
+
+
+def c_gelu_tanh(x):
+    u = F.mul(math.sqrt(2 / math.pi), F.add(x, F.mul(0.044715, F.pow(x, 3))))
+    return F.mul(F.mul(0.5, x), F.add(1.0, F.tanh(u)))
+
+
+def c_cross_entropy(z, target, reduction="mean", label_smoothing=0.0):
+    C = z.shape[-1]
+    lsm = F.log_softmax(z, axis=-1)
+    if isinstance(target, np.ndarray) and target.dtype.kind in "iu":
+        flat = F.reshape(lsm, (-1, C))
+        picked = flat[np.arange(flat.shape[0]), target.reshape(-1)]
+        loss = -(1 - label_smoothing) * picked - (label_smoothing / C) * F.sum(flat, axis=-1)
+        loss = F.reshape(loss, target.shape)
+    else:
+        q = target * (1 - label_smoothing) + label_smoothing / C
+        loss = -F.sum(q * lsm, axis=-1)
+    return {"mean": F.mean, "sum": F.sum, "none": lambda v: v}[reduction](loss)
+
+
+def c_self_attention(qkv, num_heads, scale=None):
+    B, T, width = qkv.shape
+    D = width // 3
+    d = D // num_heads
+    q, k, v = (F.transpose(F.reshape(qkv[:, :, i * D:(i + 1) * D], (B, T, num_heads, d)),
+                           (0, 2, 1, 3)) for i in range(3))
+    a = c_softmax((q @ F.swapaxes(k, -1, -2)) * (1 / math.sqrt(d) if scale is None else scale))
+    return F.reshape(F.transpose(a @ v, (0, 2, 1, 3)), (B, T, D))

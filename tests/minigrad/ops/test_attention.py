@@ -1,16 +1,21 @@
 """scaled_dot_product_attention's rules and errors, and self_attention's is_causal: causal
 self_attention against SDPA on the split heads, bool masks against the equivalent additive
 ones, bit-identical results across thread counts (docs/backward.md §12, §32); then both
-against PyTorch autograd for every mask kind (those tests skip without torch)."""
+against PyTorch autograd for every mask kind (those tests skip without torch). self_attention
+against the same function composed from primitive ops (values and gradients, float64, to
+~1e-12), and attention_weights as the softmax it uses."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
 from minigrad.runtime import parallel
 from minigrad.ops.attention import attention_weights
+
+from helpers import assert_same_function, c_self_attention
 
 rng = np.random.default_rng(3234)
 
@@ -319,3 +324,24 @@ def test_causal_self_attention_matches_torch(B, T, D, H, scale, dtype):
     tout.backward(torch.from_numpy(cot))
     tol = tolerance(dtype, np.abs(xt.grad.numpy()).max())
     np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=tol, atol=tol)
+
+
+# ---- self_attention against its composition -------------------------------------------------
+@pytest.mark.parametrize("B,T,D,H,scale", [(2, 5, 8, 2, None), (3, 7, 12, 3, 0.25),
+                                         (1, 1, 4, 4, None), (40, 9, 16, 4, None)])
+def test_self_attention_equals_composition(B, T, D, H, scale):
+    # (40, 9, 16, 4): several batch blocks in the fused kernel
+    x = rn(B, T, 3 * D) * 2
+    assert_same_function(lambda t: F.self_attention(t, H, scale=scale),
+                         lambda t: c_self_attention(t, H, scale), [x])
+
+
+def test_self_attention_weights_are_the_softmax_it_uses():
+    from minigrad.ops.attention import attention_weights
+    x = rn(3, 6, 3 * 8)
+    a = attention_weights(x, 2)
+    q, k = (x[:, :, i * 8:(i + 1) * 8].reshape(3, 6, 2, 4).transpose(0, 2, 1, 3)
+            for i in range(2))
+    np.testing.assert_allclose(a, sp.softmax(q @ k.swapaxes(-1, -2) / 2.0, axis=-1),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(a.sum(axis=-1), 1.0, rtol=1e-12)
