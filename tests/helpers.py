@@ -17,7 +17,9 @@ from minigrad import F
 
 __all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "value_and_grads",
            "assert_same_function", "c_softmax", "c_logsumexp", "c_log_softmax", "c_layer_norm",
-           "c_gelu_tanh", "c_cross_entropy", "c_self_attention"]
+           "c_gelu_tanh", "c_cross_entropy", "c_self_attention", "OPTIM_SHAPES", "OPTIM_STEPS",
+           "SGD_CONFIGS", "ADAMW_CONFIGS", "optimizer_problem", "optimizer_history",
+           "assert_histories_close"]
 
 
 def generator(rng) -> np.random.Generator:
@@ -130,3 +132,53 @@ def c_self_attention(qkv, num_heads, scale=None):
                            (0, 2, 1, 3)) for i in range(3))
     a = c_softmax((q @ F.swapaxes(k, -1, -2)) * (1 / math.sqrt(d) if scale is None else scale))
     return F.reshape(F.transpose(a @ v, (0, 2, 1, 3)), (B, T, D))
+
+
+# ---- optimizer trajectories (tests/minigrad/optim) ------------------------------------------
+#: The optimizers' test problem: two parameters of these shapes, this many steps.
+OPTIM_SHAPES = [(3, 4), (5,)]
+OPTIM_STEPS = 6
+
+SGD_CONFIGS = {
+    "plain": dict(lr=0.1),
+    "momentum": dict(lr=0.1, momentum=0.9),
+    "dampening": dict(lr=0.05, momentum=0.8, dampening=0.3),
+    "nesterov": dict(lr=0.1, momentum=0.9, nesterov=True),
+    "weight_decay": dict(lr=0.1, weight_decay=0.05),
+    "all": dict(lr=0.03, momentum=0.7, weight_decay=0.1, nesterov=True),
+}
+ADAMW_CONFIGS = {
+    "default": dict(),
+    "decay": dict(lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1),
+    "no_decay": dict(lr=0.01, weight_decay=0.0),
+}
+
+
+def optimizer_problem(seed: int = 0, dtype=np.float64):
+    """Initial parameter values and a gradient for every step and parameter."""
+    rng = np.random.default_rng(seed)
+    initial = [rng.standard_normal(s).astype(dtype) for s in OPTIM_SHAPES]
+    grads = [[rng.standard_normal(s).astype(dtype) for s in OPTIM_SHAPES]
+             for _ in range(OPTIM_STEPS)]
+    return initial, grads
+
+
+def optimizer_history(optimizer_cls, initial, grads, **kwargs):
+    """Parameter values after each step of a minigrad optimizer."""
+    from minigrad.nn import Parameter
+    params = [Parameter(x) for x in initial]
+    opt = optimizer_cls(params, **kwargs)
+    history = []
+    for step_grads in grads:
+        for p, g in zip(params, step_grads):
+            p.grad = g.copy()
+        opt.step()
+        history.append([p.data.copy() for p in params])
+    return history
+
+
+def assert_histories_close(actual, expected, rtol=1e-12, atol=1e-14):
+    for step, (got, want) in enumerate(zip(actual, expected)):
+        for i, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol,
+                                       err_msg=f"step {step + 1}, parameter {i}")

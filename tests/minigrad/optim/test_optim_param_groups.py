@@ -1,12 +1,19 @@
-"""Per-group learning rates: a group dict may carry its own "lr"; schedules scale each group's
-base lr ("initial_lr") as PyTorch's schedulers do; state_dict round-trips the group lrs and
-keeps the old layout for optimizers whose groups all follow optimizer.lr."""
+"""Parameter groups of minigrad.optim: each group is updated by its own settings (exactly as an
+optimizer of those settings alone, and as torch.optim), its state_dict resumes and checks the
+groups, and a bad group is named with its setting. Per-group learning rates: a group dict may
+carry its own "lr"; schedules scale each group's base lr ("initial_lr") as PyTorch's
+schedulers do; state_dict round-trips the group lrs and keeps the old layout for optimizers
+whose groups all follow optimizer.lr. Hyperparameters and params lists changed after
+construction are checked at step()."""
 import numpy as np
 import pytest
 
+import minigrad as mg
 from minigrad.checks import StateDictKeyError
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, AdamW, OneCycle, RMSprop, WarmupCosine
+
+from helpers import assert_histories_close, optimizer_history, optimizer_problem
 
 
 def assert_close(ours, ref, ulps=64):
@@ -25,6 +32,116 @@ def grads(seed, steps, shapes):
     return [[rng.standard_normal(s) for s in shapes] for _ in range(steps)]
 
 
+# ---- each group by its own settings -----------------------------------------------------------
+GROUP_CASES = {  # optimizer, constructor defaults, the second group's overrides
+    "adamw-decay": (AdamW, dict(lr=0.05, weight_decay=0.1), dict(weight_decay=0.0)),
+    "adamw-betas-eps": (AdamW, dict(lr=0.02), dict(betas=(0.5, 0.9), eps=1e-4)),
+    "sgd-momentum": (SGD, dict(lr=0.1, momentum=0.9, weight_decay=0.05),
+                     dict(momentum=0.0, weight_decay=0.0)),
+    "sgd-nesterov": (SGD, dict(lr=0.1), dict(momentum=0.8, nesterov=True)),
+}
+
+
+def run_groups(make_params, optimizer_cls, initial, grads, defaults, overrides):
+    """Histories with parameter 0 in a default group and parameter 1 in an overriding one."""
+    params = make_params(initial)
+    opt = optimizer_cls([{"params": [params[0]]}, {"params": [params[1]], **overrides}],
+                        **defaults)
+    history = []
+    for step_grads in grads:
+        for p, g in zip(params, step_grads):
+            p.grad = g.copy() if isinstance(g, np.ndarray) else g
+        opt.step()
+        history.append([np.array(p.data if isinstance(p, mg.Tensor) else p.detach().numpy())
+                        for p in params])
+    return history
+
+
+@pytest.mark.parametrize("case", GROUP_CASES.values(), ids=GROUP_CASES.keys())
+def test_param_groups_update_each_group_by_its_own_settings(case):
+    """Each parameter moves exactly as it would in an optimizer of its group's settings."""
+    optimizer_cls, defaults, overrides = case
+    initial, grads = optimizer_problem(21)
+    got = run_groups(lambda xs: [Parameter(x) for x in xs], optimizer_cls, initial, grads,
+                     defaults, overrides)
+    alone = [optimizer_history(optimizer_cls, [initial[i]], [[g[i]] for g in grads],
+                 **{**defaults, **(overrides if i else {})}) for i in range(2)]
+    for step, values in enumerate(got):
+        for i in range(2):
+            np.testing.assert_array_equal(values[i], alone[i][step][0])
+
+
+@pytest.mark.parametrize("case", GROUP_CASES.values(), ids=GROUP_CASES.keys())
+def test_param_groups_match_torch(case):
+    torch = pytest.importorskip("torch")
+    optimizer_cls, defaults, overrides = case
+    torch_cls = {AdamW: torch.optim.AdamW, SGD: torch.optim.SGD}[optimizer_cls]
+    initial, grads = optimizer_problem(22)
+    ours = run_groups(lambda xs: [Parameter(x) for x in xs], optimizer_cls, initial, grads,
+                      defaults, overrides)
+    torch_grads = [[torch.from_numpy(g.copy()) for g in step] for step in grads]
+    theirs = run_groups(
+        lambda xs: [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in xs],
+        torch_cls, initial, torch_grads, defaults, overrides)
+    assert_histories_close(ours, theirs)
+
+
+def test_param_groups_state_dict_resumes_and_checks_the_groups():
+    initial, grads = optimizer_problem(23)
+    make = lambda params: AdamW([{"params": params[:1]},  # noqa: E731
+                                 {"params": params[1:], "weight_decay": 0.0}], lr=0.01)
+    params = [Parameter(x) for x in initial]
+    opt = make(params)
+    for step_grads in grads[:3]:
+        for p, g in zip(params, step_grads):
+            p.grad = g.copy()
+        opt.step()
+    state = opt.state_dict()
+    assert float(state["group.1.weight_decay"]) == 0.0 and int(state["group.0.size"]) == 1
+    twin = [Parameter(p.data.copy()) for p in params]
+    resumed = make(twin)
+    resumed.param_groups[1]["weight_decay"] = 0.5  # overwritten by the load
+    resumed.load_state_dict(state)
+    assert resumed.param_groups[1]["weight_decay"] == 0.0
+    for step_grads in grads[3:]:
+        for ps in (params, twin):
+            for p, g in zip(ps, step_grads):
+                p.grad = g.copy()
+        opt.step()
+        resumed.step()
+    for a, b in zip(params, twin):
+        np.testing.assert_array_equal(a.data, b.data)
+    one_group = AdamW([Parameter(x.copy()) for x in initial], lr=0.01)
+    with pytest.raises(ValueError, match="num_groups got 2; expected 1"):
+        one_group.load_state_dict(state)
+    regrouped = AdamW([{"params": [Parameter(x.copy()) for x in initial]}, {"params": []}],
+                      lr=0.01)
+    with pytest.raises(ValueError, match="group.0.size got 1; expected 2"):
+        regrouped.load_state_dict(state)
+    legacy = {k: v for k, v in one_group.state_dict().items() if not k.startswith(("group.",
+                                                                                  "num_groups"))}
+    one_group.load_state_dict(legacy)  # written before groups existed: still loads
+
+
+@pytest.mark.parametrize("groups, error, words", [
+    ([{"params": "P", "lr": -0.1}], ValueError, ("params[0] lr", "-0.1")),
+    ([{"params": "P", "momentum": 0.9}], ValueError, ("unknown keys ['momentum']",)),
+    ([{"params": "P", "weight_decay": -1.0}], ValueError, ("weight_decay", "-1.0")),
+    ([{"params": "P", "betas": (0.9,)}], ValueError, ("betas", "pair")),
+    ([{"weight_decay": 0.0}], TypeError, ("params[0]", "'params' list")),
+    ([{"params": []}], ValueError, ("no parameter",)),
+    ([{"params": "P"}, {"params": "P"}], ValueError, ("appears twice",)),
+])
+def test_param_group_errors_name_the_group_and_setting(groups, error, words):
+    p = Parameter(np.ones(3))
+    groups = [{k: ([p] if v == "P" else v) for k, v in g.items()} for g in groups]
+    with pytest.raises(error) as info:
+        AdamW(groups, lr=0.1)
+    for word in words:
+        assert word in str(info.value)
+
+
+# ---- per-group learning rates -------------------------------------------------------------------
 def test_a_group_lr_is_used_for_that_group_only():
     a, b = Parameter(np.ones(2)), Parameter(np.ones(2))
     opt = SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
