@@ -15,7 +15,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import F
 
-__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "value_and_grads",
+__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "one_line_refusal", "value_and_grads",
            "assert_same_function", "c_softmax", "c_logsumexp", "c_log_softmax", "c_layer_norm",
            "c_gelu_tanh", "c_cross_entropy", "c_self_attention", "OPTIM_SHAPES", "OPTIM_STEPS",
            "SGD_CONFIGS", "ADAMW_CONFIGS", "optimizer_problem", "optimizer_history",
@@ -55,6 +55,16 @@ def grad_of(fn, x, dtype=np.float64, cot=None):
     out = fn(t)
     out.backward(np.ones(out.shape, dtype) if cot is None else np.asarray(cot, dtype))
     return out.data, t.grad
+
+
+def one_line_refusal(status, err, *words) -> str:
+    """A refusal of the command line: exit status 2 and exactly one line on stderr, no
+    traceback, naming each of ``words``; returns that line."""
+    assert status == 2, (status, err)
+    assert err.count("\n") == 1 and err.endswith("\n") and "Traceback" not in err, err
+    for w in words:
+        assert w in err, f"{err!r} does not name {w!r}"
+    return err.rstrip("\n")
 
 
 def value_and_grads(fn, arrays, cot_seed=0):

@@ -13,6 +13,7 @@ from vit.cli.main import main
 from vit.model.normalizer import Normalizer
 from vit.model.timm_convert import to_timm
 
+from helpers import one_line_refusal
 from training_checkpoint import save_training_checkpoint
 
 try:
@@ -297,46 +298,39 @@ def test_export_replaces_links_in_the_folder_without_writing_through_them(tmp_pa
     assert victim.read_text() == "keep" and not (out / "config.json").is_symlink()
 
 
-def one_line_error(code, err, *words):
-    assert code == 2, err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for word in words:
-        assert word in err, err
-
-
 @needs_st
 def test_cli_refuses_bad_input_with_one_line(tmp_path, capsys):
     model_path = tmp_path / "m.npz"
     perturbed().save(model_path)
     export = ["export", model_path, "--to", "timm", "--out"]
-    one_line_error(*run(["export", tmp_path / "nope.npz", "--to", "timm", "--out",
+    one_line_refusal(*run(["export", tmp_path / "nope.npz", "--to", "timm", "--out",
                          tmp_path / "o"], capsys)[::2], "nope.npz")
-    one_line_error(*run(["export", model_path, "--to", "onnx", "--out", tmp_path / "o"],
+    one_line_refusal(*run(["export", model_path, "--to", "onnx", "--out", tmp_path / "o"],
                         capsys)[::2], "--to", "onnx")
     (tmp_path / "real").mkdir()
     os.symlink(tmp_path / "real", tmp_path / "link")
-    one_line_error(*run(export + [tmp_path / "link"], capsys)[::2], "symbolic link")
+    one_line_refusal(*run(export + [tmp_path / "link"], capsys)[::2], "symbolic link")
     assert os.listdir(tmp_path / "real") == []
     (tmp_path / "file").write_text("x")
-    one_line_error(*run(export + [tmp_path / "file"], capsys)[::2], "not a folder")
-    one_line_error(*run(export + [tmp_path / "file" / "sub"], capsys)[::2], "not a writable")
+    one_line_refusal(*run(export + [tmp_path / "file"], capsys)[::2], "not a folder")
+    one_line_refusal(*run(export + [tmp_path / "file" / "sub"], capsys)[::2], "not a writable")
     (tmp_path / "notnpz.npz").write_text("hello")
-    one_line_error(*run(["export", tmp_path / "notnpz.npz", "--to", "timm", "--out",
+    one_line_refusal(*run(["export", tmp_path / "notnpz.npz", "--to", "timm", "--out",
                          tmp_path / "o"], capsys)[::2], "notnpz.npz")
 
     imp = ["import", tmp_path / "t", "--out", tmp_path / "back.npz"]
-    one_line_error(*run(imp, capsys)[::2], "does not exist")
+    one_line_refusal(*run(imp, capsys)[::2], "does not exist")
     assert run(export + [tmp_path / "t"], capsys)[0] == 0
     config = json.loads((tmp_path / "t" / "config.json").read_text())
     (tmp_path / "t" / "config.json").write_text(json.dumps({**config, "act_layer": "gelu"}))
-    one_line_error(*run(imp, capsys)[::2], "act_layer")
+    one_line_refusal(*run(imp, capsys)[::2], "act_layer")
     (tmp_path / "t" / "config.json").write_text('{"embed_dim": NaN}')
-    one_line_error(*run(imp, capsys)[::2], "config.json", "JSON")
+    one_line_refusal(*run(imp, capsys)[::2], "config.json", "JSON")
     (tmp_path / "t" / "config.json").write_text(json.dumps(config))
     (tmp_path / "t" / "model.safetensors").write_bytes(b"\x08" + bytes(20))
-    one_line_error(*run(imp, capsys)[::2], "model.safetensors")
+    one_line_refusal(*run(imp, capsys)[::2], "model.safetensors")
     os.unlink(tmp_path / "t" / "model.safetensors")
-    one_line_error(*run(imp, capsys)[::2], "model.safetensors", "no such file")
+    one_line_refusal(*run(imp, capsys)[::2], "model.safetensors", "no such file")
     assert not (tmp_path / "back.npz").exists()
 
 
