@@ -25,7 +25,7 @@ def _tol(dtype):
     return 200 * np.finfo(dtype).eps
 
 
-def test_the_issue_cases_stay_float32():
+def test_a_float32_tensor_with_a_0d_operand_stays_float32():
     x32 = mg.Tensor(np.linspace(0.5, 2.0, 6, dtype=np.float32), requires_grad=True)
     for out, expected in [(x32 * mg.Tensor(0.5), x32.data * 0.5),
                           (x32 * np.array(0.5), x32.data * 0.5),
