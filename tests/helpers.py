@@ -11,15 +11,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import minigrad as mg
 from minigrad import F
 
-__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "one_line_refusal", "value_and_grads",
+__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "one_line_refusal", "blas_counts",
+           "value_and_grads",
            "assert_same_function", "c_softmax", "c_logsumexp", "c_log_softmax", "c_layer_norm",
            "c_gelu_tanh", "c_cross_entropy", "c_self_attention", "OPTIM_SHAPES", "OPTIM_STEPS",
            "SGD_CONFIGS", "ADAMW_CONFIGS", "optimizer_problem", "optimizer_history",
-           "assert_histories_close"]
+           "assert_histories_close", "VIT_CONFIG", "FUSED_OPS", "random_model", "random_block",
+           "random_images", "op_names", "model_pass", "block_pass"]
 
 
 def generator(rng) -> np.random.Generator:
@@ -65,6 +68,12 @@ def one_line_refusal(status, err, *words) -> str:
     for w in words:
         assert w in err, f"{err!r} does not name {w!r}"
     return err.rstrip("\n")
+
+
+def blas_counts() -> list[int]:
+    """The thread count of each BLAS library threadpoolctl can see (skips without it)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
 
 
 def value_and_grads(fn, arrays, cot_seed=0):
@@ -192,3 +201,65 @@ def assert_histories_close(actual, expected, rtol=1e-12, atol=1e-14):
         for i, (a, b) in enumerate(zip(got, want)):
             np.testing.assert_allclose(a, b, rtol=rtol, atol=atol,
                                        err_msg=f"step {step + 1}, parameter {i}")
+
+
+# ---- TinyViT and Block with every parameter random (tests/vit) ------------------------------------
+#: The small TinyViT of the fused-path tests.
+VIT_CONFIG = dict(img_size=8, patch_size=4, in_chans=2, dim=8, num_heads=2, mlp_dim=12,
+                  num_classes=3)
+#: The ops of the fused path, one per stage (vit/model/fused.py).
+FUSED_OPS = {"patch_tokens", "encoder_block", "cls_head"}
+
+
+def random_model(dtype=np.float64, seed=0, fused=False, **config):
+    """A TinyViT (VIT_CONFIG, updated by ``config``) whose every parameter is random, norm
+    gains and biases and the CLS token too: the same numbers whichever path it runs."""
+    from vit.model.tinyvit import TinyViT
+    model = TinyViT(**{**VIT_CONFIG, **config}, dtype=dtype, seed=seed, fused=fused)
+    rng = np.random.default_rng(seed + 100)
+    for p in model.parameters():
+        p.data[...] = rng.standard_normal(p.shape) / np.sqrt(p.shape[-1])
+    return model
+
+
+def random_block(dtype=np.float64, seed=0, fused=False, dim=8, heads=2, hidden=12):
+    """A Block whose every parameter is random (norm gains and biases too)."""
+    from vit.model.block import Block
+    rng = np.random.default_rng(seed)
+    block = Block(dim, heads, hidden, dtype=dtype, rng=rng, fused=fused)
+    for p in block.parameters():
+        p.data[...] = rng.standard_normal(p.shape) / np.sqrt(p.shape[0])
+    return block
+
+
+def random_images(model, B, seed):
+    """``B`` random images of ``model``'s shape and dtype, and random labels."""
+    c = model.config
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((B, c["in_chans"], c["img_size"], c["img_size"]))
+    return x.astype(model.dtype), rng.integers(0, c["num_classes"], B)
+
+
+def op_names(t) -> list:
+    """The ops recorded in the graph that made ``t``, inputs before results."""
+    from minigrad.tools.summary import graph_summary
+    return [row[0] for row in graph_summary(t).rows]
+
+
+def model_pass(model, x, y):
+    """Loss, the recorded op names and every parameter gradient of one forward + backward."""
+    model.zero_grad()
+    loss = F.cross_entropy(model(mg.Tensor(x)), y)
+    ops = op_names(loss)
+    loss.backward()
+    return loss.item(), ops, {k: p.grad.copy() for k, p in model.named_parameters()}
+
+
+def block_pass(block, x, cot):
+    """Output, input gradient, parameter gradients and recorded ops of one forward + backward."""
+    block.zero_grad()
+    t = mg.Tensor(x.copy(), requires_grad=True)
+    out = block(t)
+    ops = op_names(out)
+    out.backward(cot)
+    return out.data, t.grad, {n: p.grad.copy() for n, p in block.named_parameters()}, ops

@@ -25,13 +25,11 @@ from minigrad.runtime import blas, parallel
 from minigrad.optim import AdamW
 from vit.model.tinyvit import TinyViT
 
+from helpers import blas_counts
+
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def blas_counts() -> list[int]:
-    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
 
 
 @pytest.fixture
