@@ -16,7 +16,7 @@ import pytest
 import minigrad as mg
 from minigrad import F
 
-__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "one_line_refusal", "blas_counts",
+__all__ = ["generator", "rn", "uniform", "leaf", "grad_of", "one_line_refusal", "numpy_since_2", "blas_counts",
            "value_and_grads",
            "assert_same_function", "c_softmax", "c_logsumexp", "c_log_softmax", "c_layer_norm",
            "c_gelu_tanh", "c_cross_entropy", "c_self_attention", "OPTIM_SHAPES", "OPTIM_STEPS",
@@ -68,6 +68,13 @@ def one_line_refusal(status, err, *words) -> str:
     for w in words:
         assert w in err, f"{err!r} does not name {w!r}"
     return err.rstrip("\n")
+
+
+def numpy_since_2(path):
+    """``np.<path>`` if this NumPy has it (the Array API names of NumPy 2.0 and 2.1), else
+    None: a table row of it is left out, as minigrad's table leaves the function out."""
+    owner, _, name = path.rpartition(".")
+    return getattr(np.linalg if owner else np, name, None)
 
 
 def blas_counts() -> list[int]:
