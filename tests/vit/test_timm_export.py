@@ -13,7 +13,7 @@ from vit.cli.main import main
 from vit.model.normalizer import Normalizer
 from vit.model.timm_convert import to_timm
 
-from helpers import one_line_refusal
+from helpers import one_line_refusal, perturbed_tinyvit
 from training_checkpoint import save_training_checkpoint
 
 try:
@@ -27,15 +27,6 @@ CFGS = [dict(img_size=8, patch_size=4, in_chans=1, dim=16, num_heads=2, mlp_dim=
              num_classes=5, use_pos_emb=False),
         dict(img_size=8, patch_size=2, in_chans=2, dim=12, num_heads=4, mlp_dim=7,
              num_classes=3)]
-
-
-def perturbed(cfg=CFGS[0], dtype=np.float64, seed=0):
-    """A TinyViT whose biases and LayerNorm gains are off their initial 0 and 1."""
-    model = TinyViT(**cfg, dtype=dtype, seed=seed)
-    rng = np.random.default_rng(seed + 1)
-    for p in model.parameters():
-        p.data += (0.1 * rng.standard_normal(p.shape)).astype(dtype)
-    return model
 
 
 def images(model, n=4, seed=2):
@@ -58,7 +49,7 @@ def assert_same_bits(a: TinyViT, b: TinyViT):
 @pytest.mark.parametrize("cfg", CFGS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_round_trip_in_memory_is_bit_exact(cfg, dtype):
-    model = perturbed(cfg, dtype)
+    model = perturbed_tinyvit(cfg, dtype)
     before = {k: v.copy() for k, v in model.state_dict().items()}
     state, config = to_timm(model)
     snapshot = ({k: v.copy() for k, v in state.items()}, json.dumps(config))
@@ -77,7 +68,7 @@ def test_round_trip_in_memory_is_bit_exact(cfg, dtype):
 
 
 def test_config_holds_timm_arguments_for_the_same_network():
-    model = perturbed(CFGS[1])
+    model = perturbed_tinyvit(CFGS[1])
     _, config = to_timm(model, Normalizer(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])))
     assert int(22 * config.pop("mlp_ratio")) == 15  # timm's Block: int(dim * mlp_ratio)
     assert config == dict(
@@ -86,7 +77,7 @@ def test_config_holds_timm_arguments_for_the_same_network():
         class_token=True, global_pool="token", pos_embed="none", no_embed_class=False,
         reg_tokens=0, pre_norm=False, final_norm=True, fc_norm=False, act_layer="gelu_tanh",
         norm_eps=1e-5, preprocessing={"mean": [1.0, 2.0, 3.0], "std": [4.0, 5.0, 6.0]})
-    assert to_timm(perturbed(CFGS[0]))[1]["pos_embed"] == "learn"
+    assert to_timm(perturbed_tinyvit(CFGS[0]))[1]["pos_embed"] == "learn"
 
 
 @pytest.mark.parametrize("dim", [7, 14, 22, 26, 49])
@@ -98,7 +89,7 @@ def test_mlp_ratio_gives_the_hidden_width_through_timms_formula(dim):
 
 
 def test_timm_names_and_layouts():
-    model = perturbed(CFGS[2])
+    model = perturbed_tinyvit(CFGS[2])
     state, _ = to_timm(model)
     assert list(state) == [
         "cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias",
@@ -120,7 +111,7 @@ def test_timm_names_and_layouts():
 
 
 def test_zero_biases_timm_has_and_tinyvit_lacks_are_accepted():
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     state, config = to_timm(model)
     state["blocks.0.attn.qkv.bias"] = np.zeros(48)
     assert_same_bits(model, from_timm(state, {**config, "qkv_bias": True}))
@@ -161,13 +152,13 @@ def refusal(state, config, *words, error=ValueError):
     (dict(distilled=True), ["'distilled'", "not a VisionTransformer argument"]),
 ])
 def test_from_timm_names_the_setting_it_cannot_represent(change, words):
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     refusal(state, {**config, **change}, *words)
 
 
 @pytest.mark.parametrize("key", ["norm_eps", "act_layer"])
 def test_a_missing_setting_means_timms_default(key):
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     del config[key]
     refusal(state, config, key, "missing", "default")
 
@@ -184,13 +175,13 @@ def test_a_missing_setting_means_timms_default(key):
     ("mystery", ["'mystery'", "unknown"]),
 ])
 def test_from_timm_refuses_parameters_tinyvit_does_not_have(extra, words):
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     state[extra] = np.zeros(16)
     refusal(state, config, *words)
 
 
 def test_from_timm_refuses_nonzero_biases_tinyvit_lacks():
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     state["blocks.0.attn.proj.bias"] = np.full(16, 1e-300)
     refusal(state, config, "'blocks.0.attn.proj.bias'", "nonzero")
     state["blocks.0.attn.proj.bias"] = np.zeros(16)
@@ -199,7 +190,7 @@ def test_from_timm_refuses_nonzero_biases_tinyvit_lacks():
 
 
 def test_from_timm_refuses_bad_arrays():
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     refusal({k: v for k, v in state.items() if k != "head.bias"}, config, "missing",
             "'head.bias'")
     refusal({**state, "head.weight": state["head.weight"].T}, config, "'head.weight'", "(2, 16)")
@@ -214,7 +205,7 @@ def test_from_timm_refuses_bad_arrays():
 
 
 def test_from_timm_casts_on_request():
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     state, config = to_timm(model)
     state["norm.bias"] = state["norm.bias"].astype(np.float32)
     back = from_timm(state, config, dtype=np.float64)
@@ -224,7 +215,7 @@ def test_from_timm_casts_on_request():
 
 def test_from_timm_depth_follows_tinyvit():
     import inspect
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     if "depth" in inspect.signature(TinyViT).parameters:
         pytest.skip("TinyViT takes depth: the depth > 1 round trip runs in test_timm_torch.py")
     refusal(state, {**config, "depth": 3}, "depth", "3", "one block")
@@ -235,11 +226,11 @@ def test_to_timm_refuses_what_it_cannot_map():
 
     with pytest.raises(TypeError, match="to_timm model"):
         to_timm(object())
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     model.norm.eps = 1e-6
     with pytest.raises(ValueError, match="eps"):
         to_timm(model)
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     model.extra = Linear(16, 16)
     with pytest.raises(ValueError, match="'extra.weight'"):
         to_timm(model)
@@ -262,7 +253,7 @@ def run(argv, capsys):
 @needs_st
 @pytest.mark.parametrize("saved", ["checkpoint", "model"])
 def test_cli_export_then_import_is_bit_exact(tmp_path, capsys, saved):
-    model = perturbed(CFGS[1], np.float32)
+    model = perturbed_tinyvit(CFGS[1], np.float32)
     source = tmp_path / "source.npz"
     if saved == "checkpoint":
         checkpoint(source, model, np.array([0.5, 1.0, 2.0]), np.array([3.0, 4.0, 5.0]))
@@ -289,7 +280,7 @@ def test_cli_export_then_import_is_bit_exact(tmp_path, capsys, saved):
 
 @needs_st
 def test_export_replaces_links_in_the_folder_without_writing_through_them(tmp_path, capsys):
-    perturbed().save(tmp_path / "m.npz")
+    perturbed_tinyvit(CFGS[0]).save(tmp_path / "m.npz")
     out, victim = tmp_path / "out", tmp_path / "victim"
     out.mkdir()
     victim.write_text("keep")
@@ -301,7 +292,7 @@ def test_export_replaces_links_in_the_folder_without_writing_through_them(tmp_pa
 @needs_st
 def test_cli_refuses_bad_input_with_one_line(tmp_path, capsys):
     model_path = tmp_path / "m.npz"
-    perturbed().save(model_path)
+    perturbed_tinyvit(CFGS[0]).save(model_path)
     export = ["export", model_path, "--to", "timm", "--out"]
     one_line_refusal(*run(["export", tmp_path / "nope.npz", "--to", "timm", "--out",
                          tmp_path / "o"], capsys)[::2], "nope.npz")
@@ -335,7 +326,7 @@ def test_cli_refuses_bad_input_with_one_line(tmp_path, capsys):
 
 
 def test_refusals_cut_names_and_values_from_files_short():
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     assert len(refusal({**state, "x" * 10**6: np.zeros(1)}, config, "unknown")) < 300
     assert len(refusal(state, {**config, "act_layer": "y" * 10**6}, "act_layer")) < 300
 
@@ -346,7 +337,7 @@ def test_blocks_map_by_index_and_their_count_must_match_the_depth():
     from minigrad.nn import ModuleList
     from vit.model.block import Block
 
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     del model.block
     model.blocks = ModuleList([Block(16, 2, 32, rng=np.random.default_rng(i)) for i in range(3)])
     model.config["depth"] = 3
@@ -365,7 +356,7 @@ def test_round_trip_depth_3_once_tinyvit_has_depth():
     import inspect
     if "depth" not in inspect.signature(TinyViT).parameters:
         pytest.skip("TinyViT has no depth parameter yet; this runs once it has")
-    model = perturbed({**CFGS[2], "depth": 3})
+    model = perturbed_tinyvit({**CFGS[2], "depth": 3})
     state, config = to_timm(model)
     assert config["depth"] == 3 and "blocks.2.attn.qkv.weight" in state
     assert_same_bits(model, from_timm(state, config))
@@ -374,7 +365,7 @@ def test_round_trip_depth_3_once_tinyvit_has_depth():
 @needs_st
 @pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
 def test_import_refuses_a_fifo_in_place_of_either_file_without_blocking(tmp_path, capsys, name):
-    model = perturbed(CFGS[0], np.float32)
+    model = perturbed_tinyvit(CFGS[0], np.float32)
     model.save(tmp_path / "m.npz")
     out = tmp_path / "timm"
     assert run(["export", tmp_path / "m.npz", "--to", "timm", "--out", out], capsys)[0] == 0

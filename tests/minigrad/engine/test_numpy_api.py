@@ -18,7 +18,7 @@ import minigrad as mg
 from minigrad import F
 
 import helpers
-from helpers import numpy_since_2
+from helpers import leaves, numpy_since_2
 
 RNG = np.random.default_rng(1311)
 rn = partial(helpers.rn, RNG)
@@ -180,24 +180,19 @@ CASES = [
 CASES = [c for c in CASES if c[0] is not None]
 
 
-def _tensors(arrays):
-    return [mg.Tensor(x.copy(), requires_grad=True) if x.dtype.kind == "f" else x
-            for x in arrays]
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("key, label, spelled, op, arrays", CASES, ids=[c[1] for c in CASES])
 def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
     arrays = [x.astype(dtype) if x.dtype.kind == "f" else x for x in arrays]
     want = spelled(*arrays)  # NumPy's value and dtype: a float32 graph stays float32
-    ts = _tensors(arrays)
+    ts = leaves(arrays)
     out = spelled(*ts)
     assert isinstance(out, mg.Tensor), type(out)
     _close(out.data, want)
     for x, t in zip(arrays, ts):  # inputs never modified
         np.testing.assert_array_equal(x, t.data if isinstance(t, mg.Tensor) else t)
 
-    refs = _tensors(arrays)
+    refs = leaves(arrays)
     ref = op(*refs)
     assert out.op == ref.op
     g = RNG.standard_normal(out.shape).astype(dtype)

@@ -13,13 +13,6 @@ from minigrad.runtime import blas, parallel
 from helpers import blas_counts
 
 
-@pytest.fixture
-def threads():
-    before = parallel.get_num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
-
-
 @pytest.mark.parametrize("rows, cols", [(1, 1), (7, 3), (1000, 257), (3001, 64), (5, 70000)])
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
 def test_every_row_is_visited_exactly_once(threads, rows, cols, n_threads):

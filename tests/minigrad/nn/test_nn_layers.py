@@ -1,6 +1,7 @@
 """nn.Sequential, nn.Conv2d, nn.Embedding, the activation modules and nn.Flatten: values
 against torch where installed and NumPy otherwise, gradients against finite differences."""
 from collections import OrderedDict
+from functools import partial
 
 import numpy as np
 import pytest
@@ -8,13 +9,9 @@ import pytest
 import minigrad as mg
 from minigrad import F, nn
 
+import helpers
 
-def assert_close(ours, ref, dtype=np.float64, ulps=256):
-    ref = np.asarray(ref)
-    tol = ulps * np.finfo(dtype).eps * max(1.0, float(np.abs(ref).max()))
-    np.testing.assert_allclose(np.asarray(ours), ref, rtol=0, atol=tol)
-
-
+assert_close = partial(helpers.assert_close, ulps=256)
 RNG = np.random.default_rng(1414)
 
 

@@ -7,7 +7,11 @@ against minigrad itself.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 
 class OpCase:
@@ -24,24 +28,20 @@ class OpCase:
 #: One generator for every family, drawn from in the families' import order (see __init__).
 _rng = np.random.default_rng(20240611)
 OP_CASES: dict[str, list[OpCase]] = {}
-def rn(shape):
-    return np.asarray(_rng.standard_normal(shape))  # 0-d stays an array (a checked input)
-
-
-def pos(shape):
-    return np.asarray(_rng.uniform(0.5, 2.0, shape))
+rn = partial(helpers.rn, _rng)  # rn(2, 3); rn() is a 0-d array (a checked input)
+pos = partial(helpers.uniform, _rng, 0.5, 2.0)
 
 
 def away(shape, gap=0.2):
     """Normals pushed at least ``gap`` away from 0 (no kinks of abs/relu within eps)."""
-    x = rn(shape)
+    x = rn(*shape)
     return np.where(x >= 0, 1.0, -1.0) * (np.abs(x) + gap)
 
 
 def separated(shape_a, shape_b, gap=0.05):
     """Two arrays whose broadcast elements differ by more than ``gap`` (no ties)."""
     while True:
-        a, b = rn(shape_a), rn(shape_b)
+        a, b = rn(*shape_a), rn(*shape_b)
         if np.min(np.abs(np.subtract(a, b)), initial=np.inf) > gap:
             return a, b
 

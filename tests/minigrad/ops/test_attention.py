@@ -6,6 +6,8 @@ against the same function composed from primitive ops (values and gradients, flo
 ~1e-12), and attention_weights as the softmax it uses."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import scipy.special as sp
@@ -15,13 +17,11 @@ from minigrad import F
 from minigrad.runtime import parallel
 from minigrad.ops.attention import attention_weights
 
+import helpers
 from helpers import assert_same_function, c_self_attention
 
 rng = np.random.default_rng(3234)
-
-
-def rn(*shape):
-    return rng.standard_normal(shape)
+rn = partial(helpers.rn, rng)
 
 
 def _heads(x, H):

@@ -13,13 +13,7 @@ from minigrad.checks import StateDictKeyError
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, AdamW, OneCycle, RMSprop, WarmupCosine
 
-from helpers import assert_histories_close, optimizer_history, optimizer_problem
-
-
-def assert_close(ours, ref, ulps=64):
-    ref = np.asarray(ref, dtype=np.float64)
-    tol = ulps * np.finfo(np.float64).eps * max(1.0, float(np.abs(ref).max()))
-    np.testing.assert_allclose(ours, ref, rtol=0, atol=tol)
+from helpers import assert_close, assert_histories_close, optimizer_history, optimizer_problem
 
 
 def two_groups(seed=0):
