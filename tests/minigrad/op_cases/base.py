@@ -7,6 +7,7 @@ against minigrad itself.
 """
 from __future__ import annotations
 
+import sys
 from functools import partial
 
 import numpy as np
@@ -46,8 +47,16 @@ def separated(shape_a, shape_b, gap=0.05):
             return a, b
 
 
+#: op -> the family modules (``op_cases/<family>.py``) whose add_case calls hold its cases, in
+#: the order they registered them: an op's docstring points there first (test_op_docstrings).
+CASE_MODULES: dict[str, list[str]] = {}
+
+
 def add_case(op, label, fn, ref, *inputs, **kw):
     OP_CASES.setdefault(op, []).append(OpCase(op, label, fn, ref, inputs, **kw))
+    module = sys._getframe(1).f_globals["__name__"].rpartition(".")[2]  # the caller's family
+    if module not in CASE_MODULES.setdefault(op, []):
+        CASE_MODULES[op].append(module)
 
 
 def _sid(*shapes):
