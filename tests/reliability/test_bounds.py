@@ -282,6 +282,7 @@ def test_load_checkpoint_max_parameters_applies_to_every_check(tmp_path):
 
 
 # ---- what is built from a data file, not only the file --------------------------------------
+@pytest.mark.slow  # a child process; fast: test_the_data_size_bound_is_in_float32_of_the_file_size
 def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
     """259 KB of .gz: 340000 28x28 images of zeros, 256 MB decoded (under the floor), 1 GB as
     float32 and 4.4 GB through load_data + Normalizer before the fix."""
@@ -328,6 +329,7 @@ def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
 
 
 # ---- memory the machine does not have -------------------------------------------------------
+@pytest.mark.slow  # a child process
 def test_the_cli_reports_running_out_of_memory_in_one_line(tmp_path):
     """A model within a raised --max-parameters that the address space cannot hold."""
     from reliability_util import python_m_vit

@@ -38,25 +38,30 @@ def fifo(tmp_path):
     return path
 
 
+@pytest.mark.slow  # a child process; fast: test_every_reader_refuses_what_is_not_a_regular_file
 def test_eval_of_a_fifo_is_refused(fifo):
     one_line_refusal(*vit_cli(["eval", fifo]), "pipe.npz", "not a regular file")
 
 
+@pytest.mark.slow  # a child process
 def test_train_data_fifo_is_refused(tmp_path, fifo):
     one_line_refusal(*vit_cli(["train", "--data", fifo, "--out", tmp_path / "r", *TINY]),
                     "pipe.npz", "not a regular file")
 
 
+@pytest.mark.slow  # a child process
 def test_train_data_dev_stdin_is_refused(tmp_path):
     one_line_refusal(*vit_cli(["train", "--data", "/dev/stdin", "--out", tmp_path / "r", *TINY]),
                     "/dev/stdin", "not a regular file")
 
 
+@pytest.mark.slow  # a child process
 def test_eval_of_a_checkpoint_whose_data_is_a_fifo(tmp_path, fifo):
     ck = small_checkpoint(tmp_path / "ck.npz", options={"data": str(fifo)})
     one_line_refusal(*vit_cli(["eval", ck]), "pipe.npz", "not a regular file")
 
 
+@pytest.mark.slow  # a child process
 def test_idx_folder_holding_a_fifo_is_refused(tmp_path):
     folder = tmp_path / "idx"
     folder.mkdir()

@@ -291,6 +291,7 @@ def test_a_refused_run_touches_nothing_and_the_owner_removes_only_stale_temps(tm
     assert not stale.exists() and other.read_text() == "mine"
 
 
+@pytest.mark.slow  # two child processes; fast: the refusals in process of this file
 def test_a_fifo_as_the_metrics_log_is_refused_on_resume_not_waited_on(tmp_path):
     out = tmp_path / "run"
     assert python_m_vit(["train", "--out", out, *TINY, "--epochs", 3, "--stop-after", 1],

@@ -153,12 +153,14 @@ assert (out == want).all(), out
 """
 
 
+@pytest.mark.slow  # a child process
 def test_a_very_wide_digit_picture_is_reduced_in_bounded_memory():
     # 3 x 2**22 float64 is 96 MiB; the old weight matrices needed 1 GiB per temporary
     result, rss = run_limited(WIDE_LINE, limit_mb=900)
     assert result == "ok", result
 
 
+@pytest.mark.slow  # a child process; fast: test_area_resize_is_the_mean_over_each_footprint
 def test_a_1x16m_png_is_read_in_bounded_memory(tmp_path):
     pytest.importorskip("PIL")
     from PIL import Image

@@ -75,6 +75,8 @@ def test_chunked_normalizing_equals_the_whole_array_in_float64():
     assert np.allclose(got, expected, rtol=0, atol=4 * np.finfo(np.float32).eps * 4)
 
 
+# slow: a child process; fast: test_chunked_normalizing_equals_the_whole_array_in_float64
+@pytest.mark.slow
 def test_normalizing_a_big_set_stays_near_its_float32_size():
     """60000 28x28 float32 images (188 MB): before, fit and normalize made two float64 copies
     (376 MB each)."""

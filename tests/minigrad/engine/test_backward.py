@@ -24,6 +24,7 @@ leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))  # away from 0
 
 
 # ---- order and accumulation --------------------------------------------------------------
+@pytest.mark.slow  # fast: test_summary.py::test_leaves_deep_chains_and_bad_arguments
 def test_100k_op_chain_needs_no_recursion():
     x = mg.tensor(0.5, requires_grad=True)
     y = x

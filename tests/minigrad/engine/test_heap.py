@@ -37,6 +37,7 @@ def _faults_per_step(mode: str) -> float:
     return float(proc.stdout)
 
 
+@pytest.mark.slow  # two child processes; fast: test_keep_heap_refuses_bad_sizes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_keep_heap_stops_the_page_faults_of_repeated_steps():
     fresh, kept = _faults_per_step("fresh"), _faults_per_step("keep")

@@ -31,6 +31,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow  # a child process; fast: test_the_refusals_name_the_limit
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_oversized_output_is_refused_before_it_is_allocated(name):
     body, where = CASES[name]
@@ -74,6 +75,7 @@ ATTENTION = {
 }
 
 
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("name", sorted(ATTENTION))
 def test_attention_scores_too_large_are_refused_before_they_are_built(name):
     body, where = ATTENTION[name]
@@ -89,6 +91,7 @@ ALONG_AXIS = {
 }
 
 
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("name", sorted(ALONG_AXIS))
 def test_broadcast_indices_too_large_are_refused_before_they_are_built(name):
     code = f"import numpy as np\nimport minigrad.functional as F\n{ALONG_AXIS[name]}"
