@@ -55,20 +55,16 @@ def test_normalizer_refuses_bad_statistics(mean, std):
         Normalizer(np.array(mean), np.array(std))
 
 
-def test_chunked_normalizing_equals_the_whole_array_in_float64():
+def test_chunked_normalizing_equals_the_whole_array_in_float64(monkeypatch):
     from vit.model import normalizer as vdata
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((37, 2, 5, 5)) * 1e3 + 5e3).astype(np.float32)
     whole = x.astype(np.float64)
     mean, std = whole.mean(axis=(0, 2, 3)), whole.std(axis=(0, 2, 3))
     expected = ((whole - mean[:, None, None]) / std[:, None, None]).astype(np.float32)
-    old = vdata.CHUNK_ELEMENTS
-    try:
-        vdata.CHUNK_ELEMENTS = 3 * 50  # three images a chunk: 13 chunks
-        norm = vdata.Normalizer.fit(x)
-        got = norm(x)
-    finally:
-        vdata.CHUNK_ELEMENTS = old
+    monkeypatch.setattr(vdata, "CHUNK_ELEMENTS", 3 * 50)  # three images a chunk: 13 chunks
+    norm = vdata.Normalizer.fit(x)
+    got = norm(x)
     eps = np.finfo(np.float64).eps
     assert np.allclose(norm.mean, mean, rtol=64 * eps, atol=0)
     assert np.allclose(norm.std, std, rtol=64 * eps * 1e4, atol=0)  # cancellation of 5e3 +- 1e3

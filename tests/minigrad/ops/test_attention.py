@@ -67,21 +67,17 @@ def test_causal_attention_weights_are_lower_triangular_rows_of_one():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_causal_self_attention_matches_one_thread_bit_for_bit(monkeypatch, dtype):
+def test_causal_self_attention_matches_one_thread_bit_for_bit(threads, monkeypatch, dtype):
     monkeypatch.setattr(parallel, "PARALLEL_ELEMENTS", 1 << 15)
-    before = parallel.get_num_threads()
     x0 = (2 * rn(5, 97, 3 * 24)).astype(dtype)
     cot = rn(5, 97, 24).astype(dtype)
     results = []
-    try:
-        for n in (1, 2, 3):
-            parallel.set_num_threads(n)
-            x = mg.Tensor(x0.copy(), requires_grad=True)
-            y = F.self_attention(x, 2, is_causal=True)
-            y.backward(cot)
-            results.append((y.data, x.grad))
-    finally:
-        parallel.set_num_threads(before)
+    for n in (1, 2, 3):
+        threads(n)  # the fixture restores the thread count after the test
+        x = mg.Tensor(x0.copy(), requires_grad=True)
+        y = F.self_attention(x, 2, is_causal=True)
+        y.backward(cot)
+        results.append((y.data, x.grad))
     for y, g in results[1:]:
         np.testing.assert_array_equal(y, results[0][0])
         np.testing.assert_array_equal(g, results[0][1])
