@@ -34,6 +34,7 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+@pytest.mark.slow  # runs train_step.py --quick --json (the run fixture)
 def test_record_describes_the_machine_and_commit(run):
     _, rec = run
     assert rec["benchmark"] == "train_step" and rec["schema"] == 1
@@ -58,6 +59,7 @@ def test_record_describes_the_machine_and_commit(run):
     assert rec["settings"]["quick"] is True and rec["settings"]["rounds"] == 1
 
 
+@pytest.mark.slow  # the run fixture
 def test_record_holds_every_median_min_and_ratio(run):
     _, rec = run
     assert [c["key"] for c in rec["configs"]] == ["A"]
@@ -79,6 +81,7 @@ def test_record_holds_every_median_min_and_ratio(run):
             assert math.isclose(q[what], want, rel_tol=16 * EPS), (name, what)
 
 
+@pytest.mark.slow  # the run fixture
 def test_report_renders_the_run(run):
     path, rec = run
     proc = _run("report.py", str(path), "--print")
@@ -93,6 +96,7 @@ def test_report_renders_the_run(run):
     assert f"{q['median']:.2f} / {q['min']:.2f}" in out
 
 
+@pytest.mark.slow  # the run fixture
 def test_report_replaces_only_the_marked_region(run, tmp_path):
     path, _ = run
     doc = tmp_path / "perf.md"
@@ -117,6 +121,7 @@ def _bad(run, tmp_path, mutate):
     return _run("report.py", str(bad), "--print")
 
 
+@pytest.mark.slow  # the run fixture; fast: test_report_rejects_nan_and_non_json
 @pytest.mark.parametrize("mutate, entry", [
     (lambda r: r["configs"][0]["results"]["minigrad32"].update(median_ms="fast"), "median_ms"),
     (lambda r: r["configs"][0]["results"]["minigrad32"].update(median_ms=-1.0), "median_ms"),
@@ -144,6 +149,7 @@ def test_report_rejects_nan_and_non_json(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # the run fixture
 def test_report_refuses_a_doc_without_markers_or_behind_a_link(run, tmp_path):
     path, _ = run
     doc = tmp_path / "perf.md"
@@ -160,6 +166,7 @@ def test_report_refuses_a_doc_without_markers_or_behind_a_link(run, tmp_path):
     assert target.read_text() == BEGIN + "\n" + END + "\n" and link.is_symlink()
 
 
+@pytest.mark.slow  # a child process
 def test_train_step_checks_the_json_path_before_running(tmp_path):
     proc = _run("train_step.py", "--quick", "--json", str(tmp_path / "no" / "dir" / "x.json"))
     assert proc.returncode == 2 and "--json" in proc.stderr and "median" not in proc.stdout
@@ -226,6 +233,7 @@ def test_scaling_rejects_unknown_axis():
     assert proc.returncode == 2 and "--axes" in proc.stderr and "colour" in proc.stderr
 
 
+@pytest.mark.slow  # seconds of timing; fast: test_busy_spinner_is_bounded_and_stopped
 def test_busy_quick_reports_slowdowns(tmp_path):
     out, doc = tmp_path / "busy.json", tmp_path / "perf.md"
     doc.write_text("## A busy machine\n<!-- busy:begin -->\n<!-- busy:end -->\nafter\n")

@@ -13,6 +13,7 @@ def _run(script, *args):
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
+@pytest.mark.slow  # a benchmark run; fast: test_train_step_rejects_unknown_config
 def test_train_step_quick():
     proc = _run("train_step.py", "--quick")
     assert proc.returncode == 0, proc.stderr
@@ -24,6 +25,7 @@ def test_train_step_quick():
     assert "ratios of median times" in out
 
 
+@pytest.mark.slow  # a benchmark run
 def test_train_step_config_selection():
     proc = _run("train_step.py", "--quick", "--configs", "a", "--impls", "minigrad32,manual")
     assert proc.returncode == 0, proc.stderr
@@ -43,6 +45,7 @@ def test_gradcheck_quick():
     assert "FAILED" not in proc.stdout
 
 
+@pytest.mark.slow  # a benchmark run; fast: test_step_ab_refuses_bad_options
 def test_step_ab_times_two_trees_in_turns():
     proc = _run("step_ab.py", "--against", ROOT, "--turns", "2", "--steps", "2", "--warmup",
                 "0", "--impls", "minigrad32,manual")

@@ -89,7 +89,7 @@ def gelu_tanh(x):
     VJP: x̄ = g ⊙ [½ (1 + t) + ½ √(2/π) x (1 - t²) (1 + 3 · 0.044715 x²)].
     Runs block by block on every core; saves x and t for the VJP.
     Derivation: docs/backward.md §10. Tests: tests/minigrad/op_cases/activations.py,
-    tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_activations.py.
     """
     shape = x.shape
     x2 = as_rows(x)
@@ -218,7 +218,7 @@ def softmax(x, axis=-1):
     VJP: x̄ = y ⊙ (g - Σ_axis g ⊙ y).
     Along the last axis (attention's case) it runs block by block on every core.
     Derivation: docs/backward.md §6. Tests: tests/minigrad/op_cases/activations.py,
-    tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_activations.py.
     """
     if x.ndim and axis in (-1, x.ndim - 1):
         return _softmax_last(x)
@@ -262,7 +262,7 @@ def log_softmax(x, axis=-1):
     """y = x - logsumexp(x) along ``axis``.   VJP: x̄ = g - e^y ⊙ Σ_axis g.
 
     Derivation: docs/backward.md §7. Tests: tests/minigrad/op_cases/activations.py,
-    tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_activations.py.
     """
     y = log_softmax_array(as_floating(x), axis)
     return y, lambda g: g - np.exp(y) * np.sum(g, axis=axis, keepdims=True)

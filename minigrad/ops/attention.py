@@ -94,7 +94,7 @@ def self_attention(qkv, num_heads, scale=None, is_causal=False):
     Saves A and (a reference to) ``qkv``. The masked weights are 0, so the VJP is the same
     with and without ``is_causal``.
     Derivation: docs/backward.md §12. Tests: tests/minigrad/op_cases/attention.py,
-    tests/minigrad/ops/test_attention.py, tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_attention.py.
     """
     s = _check(qkv, num_heads, scale, is_causal)
     if qkv.dtype.kind != "f":

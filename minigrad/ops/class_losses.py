@@ -156,7 +156,7 @@ def cross_entropy(logits, target, reduction="mean", label_smoothing=0.0, weight=
     where s_i is g / (that count) for 'mean', g for 'sum', g_i for 'none'.
     Derivation: docs/backward.md §11 and §28. Tests: tests/minigrad/op_cases/class_losses.py,
     tests/minigrad/op_cases/losses.py, tests/minigrad/ops/test_losses.py,
-    tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_class_losses.py.
     """
     target = np.asarray(target)
     if type(axis) is not int or axis != -1:  # the default needs no check: the common case

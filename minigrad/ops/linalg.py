@@ -71,7 +71,8 @@ def linear(x, weight, bias=None):
     Every row goes through one GEMM, and the bias gradient is a column sum rather than the
     broadcast-undo of a separate add.
     Derivation: docs/backward.md §3 (the 2-D case, rows flattened). Tests:
-    tests/minigrad/op_cases/linalg.py, tests/minigrad/engine/test_parallel.py (large products).
+    tests/minigrad/op_cases/linalg.py and, for large products,
+    tests/minigrad/engine/test_parallel.py.
     """
     x, weight = np.asarray(x), np.asarray(weight)
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[0]:

@@ -75,7 +75,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
         x̄ = r · (ĝ - mean(ĝ) - x̂ ⊙ mean(ĝ ⊙ x̂)),   w̄ = Σ_rows g ⊙ x̂,   b̄ = Σ_rows g.
     Rows are independent, so both passes run block by block on every core.
     Derivation: docs/backward.md §9. Tests: tests/minigrad/op_cases/normalization.py,
-    tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_normalization.py.
     """
     eps = _check_layer_norm(x, weight, bias, eps)
     shape = x.shape  # the VJPs keep x̂ and r, not x

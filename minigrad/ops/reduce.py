@@ -328,7 +328,7 @@ def logsumexp(x, axis=None, keepdims=False):
     VJP: x̄ = g ⊙ softmax(x) = g ⊙ e^(x - m) / Σ_axis e^(x - m), g broadcast over the reduced
     axes (∞ - ∞ in x - m taken as 0: infinite maxima share the gradient equally).
     Derivation: docs/backward.md §8. Tests: tests/minigrad/op_cases/reduce.py,
-    tests/minigrad/ops/test_fused.py.
+    tests/minigrad/ops/test_reduce.py.
     """
     x = as_floating(x)
     m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)  # -inf for an empty slice

@@ -58,7 +58,7 @@ def cumprod(a, axis=None):
     """out_i = Π_{j <= i} a_j.   VJP: ā_k = Σ_{i >= k} ḡ_i Π_{j <= i, j != k} a_j, exact with
     zeros, infinities and under- or overflowing products.
     Derivation: docs/backward.md §21. Tests: tests/minigrad/op_cases/scan.py,
-    tests/minigrad/ops/test_reduce.py, tests/reliability/test_attack_scan.py.
+    tests/minigrad/ops/test_reduce.py, tests/minigrad/ops/test_scan.py.
     """
     x, ax = _scan_input(np.asarray(a), axis, "cumprod")
     shape = np.shape(a)

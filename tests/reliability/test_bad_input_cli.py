@@ -16,6 +16,8 @@ from vit.cli.main import build_parser
 
 from reliability_util import python_m_vit, run_cli
 
+from helpers import one_line_refusal
+
 #: the bad values of each argument type, by the name the CLI gives the type
 BAD_VALUES = {
     "a positive integer": ["0", "-3", "2.5", "x"],
@@ -183,3 +185,11 @@ def test_in_a_real_process_a_late_error_is_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr and "--heads 3" in done.stderr
     assert not any(files for _, _, files in os.walk(tmp_path))
+
+
+# ---- --out that is a file -------------------------------------------------------------------
+def test_out_that_is_a_file_says_so(tmp_path, capsys):
+    f = tmp_path / "F"
+    f.write_text("x")
+    status, _, err = run_cli(["train", "--out", f, "--epochs", "1"], capsys)
+    one_line_refusal(status, err, "is a file", "expected a folder")

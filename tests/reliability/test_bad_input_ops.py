@@ -31,11 +31,11 @@ LABELS = SLOT_LABELS
 MASK = SLOT_MASK
 
 
-def leaf():
+def values_leaf():
     return mg.Tensor(VALUES.copy(), requires_grad=True)
 
 
-T = leaf()  # the valid Tensor argument of the binary ops (checked unchanged by every case)
+T = values_leaf()  # the valid Tensor argument of the binary ops (checked unchanged by every case)
 
 SLOT = slot_catalog(T)  # op -> a call with v in the place of its main array argument
 
@@ -270,7 +270,7 @@ def test_op_argument(case):
 
 def test_a_failed_op_records_nothing():
     """An op that raises leaves no half-built graph: the inputs stay leaves without grads."""
-    t = leaf()
+    t = values_leaf()
     with pytest.raises(ValueError):
         F.add(t, np.ones(4))
     assert t.is_leaf and t.grad is None

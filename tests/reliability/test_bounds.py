@@ -1,16 +1,19 @@
-"""Memory is bounded before anything is allocated (issue 10, item 2).
+"""Memory is bounded before anything is allocated.
 
 Each hostile case runs in a child process whose address space is capped at
 ``hostile_util.LIMIT_MB``: a loader that inflates a bomb or builds the model a file declares
 dies there with a MemoryError (the test fails), one that checks the bound first refuses the
 file with a one-line ValueError and a small peak. The model's size is computed from its
-config by one function, ``vit.model.config.parameter_count``, checked against a stated limit."""
+config by one function, ``vit.model.config.parameter_count``, checked against a stated limit.
+What a data file turns into is bounded too, not only the file: the float32 images a small
+``.gz`` or ``.npz`` would become, and an IDX shape no array can have; a model the address
+space cannot hold is one line (exit 1), not a traceback."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hostile_util import (LIMIT_MB, idx_gz, npz_long_header, npz_trailing_zeros, run_limited,
+from hostile_util import (idx_gz, npz_long_header, npz_trailing_zeros, run_limited,
                           small_checkpoint)
 from reliability_util import TINY, run_cli
 
@@ -276,3 +279,68 @@ def test_load_checkpoint_max_parameters_applies_to_every_check(tmp_path):
         assert load_checkpoint(path, max_parameters=10**6).epoch == 1
     with pytest.raises(ValueError, match="expected at most 100"):
         load_checkpoint(path, max_parameters=100)
+
+
+# ---- what is built from a data file, not only the file --------------------------------------
+@pytest.mark.slow  # a child process; fast: test_the_data_size_bound_is_in_float32_of_the_file_size
+def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
+    """259 KB of .gz: 340000 28x28 images of zeros, 256 MB decoded (under the floor), 1 GB as
+    float32 and 4.4 GB through load_data + Normalizer before the fix."""
+    from hostile_util import idx_gz
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    idx_gz(folder / "train-images-idx3-ubyte.gz", (340_000, 28, 28))
+    idx_gz(folder / "train-labels-idx1-ubyte.gz", (340_000,))
+    result, rss = run_limited(f"from vit.train.data import load_data\nload_data({str(folder)!r})",
+                              limit_mb=900)
+    assert result.startswith("ValueError") and "converted" in result, result
+    assert "train-images-idx3-ubyte.gz" in result, result
+    assert rss < 150_000, rss  # refused from the header: not even the 256 MB of uint8
+
+
+def test_the_data_size_bound_is_in_float32_of_the_file_size(tmp_path):
+    from vit.train.data import MAX_DATA_ELEMENTS, load_npz_dataset
+    from vit.io.files import EXPANSION_FLOOR
+    n = EXPANSION_FLOOR // 4 // 64 + 1  # 8x8 images, one more than the floor allows in float32
+    np.savez_compressed(tmp_path / "z.npz", x=np.zeros((n, 8, 8), np.uint8),
+                        y=np.arange(n) % 2)
+    with pytest.raises(ValueError, match="float32") as info:
+        load_npz_dataset(tmp_path / "z.npz")
+    assert f"{64 * n:,} pixels" in str(info.value)
+    assert MAX_DATA_ELEMENTS * 4 >= EXPANSION_FLOOR
+
+
+def test_a_shape_the_model_does_not_take_is_refused_before_conversion(tmp_path):
+    from vit.train.data import load_data
+    np.savez(tmp_path / "d.npz", x=np.zeros((10, 6, 6), np.uint8), y=np.arange(10) % 2)
+    with pytest.raises(ValueError, match=r"6x6.*expected 1x8x8"):
+        load_data(tmp_path / "d.npz", image_shape=(1, 8, 8))
+    assert load_data(tmp_path / "d.npz", image_shape=(1, 6, 6)).image_shape == (1, 6, 6)
+
+
+def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
+    from hostile_util import idx_gz
+    from vit.train.data import read_idx
+    path = idx_gz(tmp_path / "train-images-idx3-ubyte.gz", (0, 2**32 - 1, 2**32 - 1))
+    with pytest.raises(ValueError) as info:
+        read_idx(path)
+    assert "train-images-idx3-ubyte.gz" in str(info.value), str(info.value)
+    assert "expected" in str(info.value), str(info.value)
+
+
+# ---- memory the machine does not have -------------------------------------------------------
+@pytest.mark.slow  # a child process
+def test_the_cli_reports_running_out_of_memory_in_one_line(tmp_path):
+    """A model within a raised --max-parameters that the address space cannot hold."""
+    from reliability_util import python_m_vit
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))
+    proc = python_m_vit(["--max-parameters", "100000000000", "train", "--dim", "20000",
+                         "--heads", "4", "--epochs", "1", "--out", tmp_path / "run"],
+                        preexec_fn=cap)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not enough memory" in lines[0] and "bytes" in lines[0], lines[0]

@@ -1,9 +1,13 @@
 """A file never chooses code to run, and every checkpoint entry is validated against a schema
-before anything is built (issue 10, items 1 and 3).
+before anything is built.
 
 Each crafted checkpoint is refused by ``load_checkpoint`` with a one-line ValueError naming the
 file, the entry, what it held and what was expected; through ``vit eval`` it is exit status 2
-and one line on stderr."""
+and one line on stderr. That includes a random generator's state no generator can have (an
+all-zero MT19937 key, whose resume would hang; an even PCG64 increment), an entry of the
+wrong shape, and counters, buffers and statistics that disagree with each other or, on
+``--resume``, with the data (a crafted schedule length or step count would silently replace
+the run's schedule)."""
 from __future__ import annotations
 
 import json
@@ -14,6 +18,8 @@ import pytest
 
 from hostile_util import small_checkpoint
 from reliability_util import run_cli
+
+from helpers import one_line_refusal
 
 PCG = np.random.default_rng(0).bit_generator.state
 
@@ -200,3 +206,143 @@ def test_every_kind_of_real_checkpoint_passes_the_schema(tmp_path, options):
     train(o, tmp_path / "run", quiet=True, log=lambda *_: None, stop_after=1)
     ck = load_checkpoint(tmp_path / "run" / "checkpoint.npz")
     assert ck.epoch == 1 and TrainOptions.from_dict(ck.options) == o
+
+
+# ---- degenerate RNG states ------------------------------------------------------------------
+MT_ZERO = {"bit_generator": "MT19937", "state": {"key": [0] * 624, "pos": 624}}
+
+
+#: only the top bit of key[0] is part of MT19937's state: this one is all-zero too
+MT_LOW_BITS = {"bit_generator": "MT19937", "state": {"key": [0x7FFFFFFF] + [0] * 623,
+                                                     "pos": 624}}
+
+
+PCG_ZERO = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 0}, "has_uint32": 0,
+            "uinteger": 0}
+
+
+PCG_EVEN = {**PCG_ZERO, "state": {"state": 5, "inc": 2}}
+
+
+@pytest.mark.parametrize("state, words", [
+    (MT_ZERO, ["key", "zero"]), (MT_LOW_BITS, ["key", "zero"]),
+    (PCG_ZERO, ["inc", "odd"]), (PCG_EVEN, ["inc", "odd", "2"]),
+    ({**PCG_ZERO, "bit_generator": "PCG64DXSM"}, ["inc", "odd"])], ids=[
+    "mt-zero", "mt-low-bits", "pcg-zero", "pcg-even", "pcgdxsm-zero"])
+def test_a_degenerate_rng_state_is_refused(tmp_path, state, words):
+    from vit.train.checkpoint import load_checkpoint
+    path = small_checkpoint(tmp_path / "ck.npz", rng=json.dumps(state))
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert "\n" not in message and "entry rng" in message and "expected" in message, message
+    for w in words:
+        assert w in message, message
+
+
+def test_seeded_generators_of_every_kind_still_load(tmp_path):
+    from vit.train.checkpoint import load_checkpoint
+    from vit.train.rngstate import BIT_GENERATORS, rng_to_array
+    for name, make in BIT_GENERATORS.items():
+        rng = np.random.Generator(make(12345))
+        rng.random(7)
+        path = small_checkpoint(tmp_path / f"{name}.npz", rng=str(rng_to_array(rng)))
+        assert load_checkpoint(path).rng.random() == rng.random()
+
+
+def test_resume_from_an_all_zero_mt_state_is_refused_not_a_hang(tmp_path, capsys):
+    small_checkpoint(tmp_path / "checkpoint.npz", rng=json.dumps(MT_ZERO))
+    status, _, err = run_cli(["eval", tmp_path / "checkpoint.npz"], capsys)
+    one_line_refusal(status, err, "rng", "zero")
+
+
+# ---- an entry of the wrong shape ------------------------------------------------------------
+def test_a_shape_1_entry_names_its_shape(tmp_path):
+    from vit.train.checkpoint import load_checkpoint
+    path = small_checkpoint(tmp_path / "ck.npz", optim__num_params=np.array([18]))
+    with pytest.raises(ValueError, match=r"shape \(1,\)"):
+        load_checkpoint(path)
+
+
+# ---- counters, buffers and statistics that agree with each other and with the data ----------
+def _consistent(tmp_path, **change):
+    """small_checkpoint with a schedule of 2 epochs x 1 step, after epoch 1: every counter
+    says one step (``change`` applied on top)."""
+    return small_checkpoint(tmp_path / "ck.npz", **{"sched/total_steps": np.array(2), **change})
+
+
+def test_a_consistent_checkpoint_loads(tmp_path):
+    from vit.train.checkpoint import check_progress, load_checkpoint
+    ck = load_checkpoint(_consistent(tmp_path))
+    check_progress(ck, steps_per_epoch=1, where="ck")
+    with pytest.raises(ValueError, match=r"sched/total_steps.*2.*3 steps per epoch"):
+        check_progress(ck, steps_per_epoch=3, where="ck")
+
+
+PROGRESS_CASES = {
+    "total-for-other-data": (dict(sched__total_steps=np.array(10)), ["total_steps", "10",
+                                                                      "2 x 1"]),
+    "last-step-behind": (dict(sched__last_step=np.array(0)), ["last_step", "0", "1 x 1"]),
+    "steps-ahead-of-epoch": (dict(epoch=np.array(0)), ["last_step", "1", "0 x 1"]),
+    "optimizer-behind": ({}, ["step_count", "0", "last_step"]),  # step_count set below
+}
+
+
+@pytest.mark.parametrize("case", list(PROGRESS_CASES))
+def test_counters_that_disagree_with_the_data_are_refused_before_resuming(tmp_path, case):
+    """Only the data tells the steps per epoch: ``vit.train`` checks them before it loads
+    the state (``check_progress``); the checkpoint alone loads."""
+    from vit.train.checkpoint import check_progress, load_checkpoint
+    change, words = PROGRESS_CASES[case]
+    ck = load_checkpoint(_consistent(tmp_path, **change))
+    if case == "optimizer-behind":  # in the file, the per-parameter steps would differ first
+        ck.optim["step_count"] = np.array(0)
+    with pytest.raises(ValueError) as info:
+        check_progress(ck, steps_per_epoch=1, where="ck")
+    message = str(info.value)
+    for w in words:
+        assert w in message, f"{message!r} does not name {w!r}"
+
+
+INCONSISTENT = {
+    "param-step-behind": ({"optim/state.0.step": np.array(0)}, ["state.0.step", "0"]),
+    "uint64-huge": (dict(sched__total_steps=np.array(2**64 - 2, np.uint64)),
+                    ["total_steps", "2**63"]),
+    "exp-avg-sq-negative": ({"optim/state.0.exp_avg_sq": -np.ones((1, 1, 8), np.float32)},
+                            ["exp_avg_sq", ">= 0"]),
+    "norm-std-tiny": (dict(norm__std=np.array([1e-300])), ["norm/std", "1e-300"]),
+    "norm-mean-huge": (dict(norm__mean=np.array([1e39])), ["norm/mean", "1e+39"]),
+}
+
+
+@pytest.mark.parametrize("case", list(INCONSISTENT))
+def test_inconsistent_counters_or_statistics_are_refused(tmp_path, case):
+    from vit.train.checkpoint import load_checkpoint
+    change, words = INCONSISTENT[case]
+    path = _consistent(tmp_path, **change)
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert "\n" not in message and "expected" in message, message
+    for w in words:
+        assert w in message, f"{message!r} does not name {w!r}"
+
+
+@pytest.mark.parametrize("entry, value", [("sched/total_steps", 1000), ("sched/last_step", 5),
+                                          ("optim/step_count", 7)])
+def test_resume_refuses_counters_that_do_not_fit_the_run(tmp_path, capsys, entry, value):
+    """A crafted schedule length or step count would silently replace the run's schedule on
+    --resume: the counters are checked against the data before any state is loaded."""
+    run = tmp_path / "run"
+    tiny = ["--dim", 8, "--heads", 2, "--mlp-dim", 8, "--batch-size", 512, "--epochs", 3,
+            "--quiet"]
+    assert run_cli(["train", "--out", run, *tiny, "--stop-after", 1], capsys)[0] == 0
+    path = run / "checkpoint.npz"
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays[entry] = np.array(value, dtype=arrays[entry].dtype)
+    np.savez(path, **arrays)
+    before = path.read_bytes()
+    code, out, err = run_cli(["train", "--out", run, "--resume", "--quiet"], capsys)
+    assert code == 2 and err.count("\n") == 1 and entry in err, err
+    assert path.read_bytes() == before

@@ -144,6 +144,7 @@ def test_good_files_still_load_including_zip64_and_a_comment(tmp_path):
     assert load_npz(empty) == {}
 
 
+@pytest.mark.slow  # fast: test_good_files_still_load_including_zip64_and_a_comment
 def test_the_member_limit_itself_still_loads(tmp_path):
     path = tmp_path / "limit.npz"
     np.savez(path, **{f"a{i}": np.zeros(1, np.uint8) for i in range(MAX_NPZ_MEMBERS)})

@@ -213,6 +213,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a child process; the ops' values: tests/minigrad/ops/
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_no_kernel_reads_memory_it_did_not_write():
     """Freed memory full of signalling NaNs, handed out again by np.empty: a forward and

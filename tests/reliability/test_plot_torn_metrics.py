@@ -23,6 +23,7 @@ def torn_run(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow  # a training run; fast: test_metrics_log.py, test_plots.py's torn line
 def test_plot_notes_a_torn_last_line_in_one_line(torn_run, tmp_path):
     figures = tmp_path / "figures"
     done = python_m_vit(["plot", torn_run, "--out", figures])

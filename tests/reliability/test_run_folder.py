@@ -24,6 +24,7 @@ from vit.model.tinyvit import TinyViT
 from vit.train.loop import train
 from vit.train.options import TrainOptions
 
+from helpers import one_line_refusal
 from reliability_util import ROOT, TINY, python_m_vit, run_cli
 
 slow = pytest.mark.slow
@@ -43,14 +44,6 @@ def wait_for_epochs(proc, metrics: Path, n: int = 1, timeout: float = 120) -> No
         assert proc.poll() is None, proc.stderr.read()
         assert time.time() < deadline, "the first run did not start"
         time.sleep(0.05)
-
-
-def one_line_error(done, *words) -> str:
-    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
-    for w in words:
-        assert w in done.stderr, (w, done.stderr)
-    return done.stderr
 
 
 @pytest.fixture
@@ -74,7 +67,7 @@ def test_a_second_run_on_a_folder_in_use_is_refused_naming_the_holder(running, t
     for args in ([*TINY, "--epochs", 3, "--overwrite"], ["--resume", "--quiet"],
                  [*TINY, "--epochs", 3]):
         done = python_m_vit(["train", "--out", out, *args], cwd=tmp_path)
-        one_line_error(done, str(out), f"pid {proc.pid}", "another run")
+        one_line_refusal(done.returncode, done.stderr, str(out), f"pid {proc.pid}", "another run")
         assert inflight.exists(), f"a refused run ({args}) deleted the running job's temp file"
     assert proc.poll() is None  # the running job goes on
     rows = (out / "metrics.jsonl").read_text().splitlines()
@@ -298,6 +291,7 @@ def test_a_refused_run_touches_nothing_and_the_owner_removes_only_stale_temps(tm
     assert not stale.exists() and other.read_text() == "mine"
 
 
+@pytest.mark.slow  # two child processes; fast: the refusals in process of this file
 def test_a_fifo_as_the_metrics_log_is_refused_on_resume_not_waited_on(tmp_path):
     out = tmp_path / "run"
     assert python_m_vit(["train", "--out", out, *TINY, "--epochs", 3, "--stop-after", 1],
@@ -306,7 +300,7 @@ def test_a_fifo_as_the_metrics_log_is_refused_on_resume_not_waited_on(tmp_path):
     os.mkfifo(out / "metrics.jsonl")
     done = python_m_vit(["train", "--out", out, "--resume", "--quiet"], cwd=tmp_path,
                         timeout=60)
-    one_line_error(done, "metrics.jsonl", "not a regular file")
+    one_line_refusal(done.returncode, done.stderr, "metrics.jsonl", "not a regular file")
 
 
 # ---- the one mechanism ------------------------------------------------------------------------

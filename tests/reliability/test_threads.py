@@ -25,13 +25,11 @@ from minigrad.runtime import blas, parallel
 from minigrad.optim import AdamW
 from vit.model.tinyvit import TinyViT
 
+from helpers import blas_counts
+
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def blas_counts() -> list[int]:
-    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
 
 
 @pytest.fixture
@@ -225,7 +223,8 @@ def import_with(value: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-3", "1.5", "2x"])
+@pytest.mark.parametrize("value", [  # a child process each: the first in the fast lane
+    "abc", *(pytest.param(v, marks=pytest.mark.slow) for v in ["0", "-3", "1.5", "2x"])])
 def test_a_bad_minigrad_num_threads_warns_in_one_line_and_uses_the_default(value):
     """As OpenMP does with a bad OMP_NUM_THREADS: the import works, one warning names the
     variable, what it held and what is expected, and the default is used."""
@@ -238,8 +237,9 @@ def test_a_bad_minigrad_num_threads_warns_in_one_line_and_uses_the_default(value
     assert repr(value) in lines[0] and "expected" in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("value, expected", [("1", 1), (" 2 ", 2), ("8", 8), ("100", 8), ("99999999999999999999999", 8),
-                                             ("", None)])
+@pytest.mark.parametrize("value, expected", [  # a child process each: the first in the fast lane
+    ("1", 1), *(pytest.param(*case, marks=pytest.mark.slow) for case in [
+        (" 2 ", 2), ("8", 8), ("100", 8), ("99999999999999999999999", 8), ("", None)])])
 def test_a_good_minigrad_num_threads_is_used_without_a_word(value, expected):
     done = import_with(value)
     assert done.returncode == 0 and "MINIGRAD_NUM_THREADS" not in done.stderr, done.stderr

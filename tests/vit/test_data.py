@@ -1,4 +1,6 @@
-"""vit.data: the bundled digits, user .npz and MNIST IDX files, the split, the position task."""
+"""vit.data: the bundled digits, user .npz and MNIST IDX files, the split, the position task;
+labels a data set must not have (beyond uint64's signed range, a single class, more classes
+than MAX_CLASSES, floats, bools) are refused naming the file."""
 from __future__ import annotations
 
 import gzip
@@ -8,8 +10,9 @@ import struct
 import numpy as np
 import pytest
 
-from vit.model.normalizer import Normalizer
 from vit.train.data import DIGITS_PATH, load_data, load_digits, load_idx_folder, load_npz_dataset, position_task, read_idx, stratified_split
+
+from reliability_util import TINY, run_cli  # tests/reliability/, on sys.path (tests/conftest.py)
 
 
 # ---- the bundled digits ----------------------------------------------------------------------
@@ -50,18 +53,6 @@ def test_stratified_split_is_seeded_disjoint_and_stratified():
     again = stratified_split(y, 0.2, seed=3)
     assert np.array_equal(again[1], test)
     assert not np.array_equal(stratified_split(y, 0.2, seed=4)[1], test)
-
-
-def test_normalizer_uses_training_statistics_per_channel():
-    rng = np.random.default_rng(0)
-    x = rng.normal([1.0, -3.0], [2.0, 0.5], size=(500, 4, 4, 2)).transpose(0, 3, 1, 2)
-    norm = Normalizer.fit(x)
-    np.testing.assert_allclose(norm.mean, x.mean(axis=(0, 2, 3)))
-    z = norm(x, np.float32)
-    assert z.dtype == np.float32
-    np.testing.assert_allclose(z.mean(axis=(0, 2, 3)), 0, atol=1e-5)
-    np.testing.assert_allclose(z.std(axis=(0, 2, 3)), 1, atol=1e-5)
-    assert Normalizer.fit(np.zeros((3, 1, 2, 2))).std.tolist() == [1.0]  # no division by 0
 
 
 # ---- user .npz -------------------------------------------------------------------------------
@@ -219,3 +210,51 @@ def test_position_task_patch_multisets_do_not_depend_on_the_label():
         swapped[[label, other]] = swapped[[other, label]]
         assert np.argmax(swapped.sum(axis=1)) == other
         assert sorted(map(tuple, swapped)) == sorted(map(tuple, p[i]))
+
+
+# ---- labels ---------------------------------------------------------------------------------
+def images(n=40):
+    return np.random.default_rng(0).normal(size=(n, 8, 8)).astype(np.float32)
+
+
+@pytest.mark.parametrize("y, words", [
+    (np.array([0, 1] * 19 + [2**63, 1], np.uint64), [str(2**63)]),
+    (np.array([0, 1] * 19 + [2**64 - 1, 1], np.uint64), [str(2**64 - 1)]),
+    (np.full(40, 3), ["one class", "3"]),
+    (np.full(40, 0), ["one class"]),
+    (np.array([0, 1] * 19 + [10**6, 1]), ["1000000"]),
+    (np.array([0, 1] * 19 + [10**10, 1]), ["10000000000"]),
+    (np.array([0.0, 1.0] * 19 + [1e30, 1.0]), ["1e+30"]),
+    (np.array([True, False] * 20), ["bool"]),
+], ids=["uint64-2**63", "uint64-max", "all-3", "all-0", "label-1e6", "label-1e10",
+        "float-1e30", "bool"])
+def test_bad_labels_are_refused(tmp_path, y, words):
+    from vit.train.data import load_npz_dataset
+    path = tmp_path / "labels.npz"
+    np.savez(path, x=images(len(y)), y=y)
+    with pytest.raises(ValueError) as info:
+        load_npz_dataset(path)
+    message = str(info.value)
+    assert "labels.npz" in message and "expected" in message, message
+    for w in words:
+        assert w in message, f"{message!r} does not name {w!r}"
+
+
+def test_cli_train_on_a_single_class_is_exit_2(tmp_path, capsys):
+    path = tmp_path / "one.npz"
+    np.savez(path, x=images(), y=np.full(40, 5))
+    status, _, err = run_cli(["train", "--data", path, "--out", tmp_path / "r", *TINY], capsys)
+    assert status == 2 and err.count("\n") == 1 and "one class" in err, err
+
+
+def test_max_class_count_is_a_stated_limit(tmp_path):
+    from vit.train.data import MAX_CLASSES, load_npz_dataset
+    path = tmp_path / "ok.npz"
+    y = np.arange(40) % 2
+    y[0] = MAX_CLASSES - 1
+    np.savez(path, x=images(), y=y)
+    assert load_npz_dataset(path).num_classes == MAX_CLASSES
+    y[0] = MAX_CLASSES
+    np.savez(path, x=images(), y=y)
+    with pytest.raises(ValueError, match=f"{MAX_CLASSES - 1}"):
+        load_npz_dataset(path)

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 from test_vit_torch import TOL, TorchTinyViT, tt  # noqa: E402
 
 
+@pytest.mark.slow  # fast: test_vit_torch.py, both paths against torch
 @pytest.mark.parametrize("cfg, B", [
     (dict(img_size=6, patch_size=1, in_chans=1, dim=8, num_heads=2, mlp_dim=12, num_classes=3), 2),
     (dict(img_size=16, patch_size=8, in_chans=3, dim=8, num_heads=1, mlp_dim=8, num_classes=4), 3),

@@ -1,5 +1,6 @@
 """TinyViT gradients (gradcheck over every parameter, shared CLS / position embeddings) and
-``train_step``: the spec's head-only closed form and ``full=True`` plain SGD."""
+``train_step``: the spec's head-only closed form and ``full=True`` plain SGD; a step that would
+make a parameter non-finite changes nothing."""
 from __future__ import annotations
 
 import numpy as np
@@ -169,3 +170,21 @@ def test_bad_learning_rate(lr):
     wrong_type = isinstance(lr, str) or lr is None  # minigrad.checks: TypeError, not ValueError
     with pytest.raises(TypeError if wrong_type else ValueError, match="lr"):
         model.train_step(x, y, lr=lr)
+
+
+# ---- a step that would make parameters non-finite -------------------------------------------
+@pytest.mark.parametrize("full", [False, True], ids=["probe", "full"])
+@pytest.mark.parametrize("lr", [1e300, 1e40], ids=["1e300", "1e40"])
+def test_train_step_that_would_make_parameters_non_finite_changes_nothing(full, lr):
+    from vit.model.tinyvit import TinyViT
+    model = TinyViT(dim=8, num_heads=2, mlp_dim=8, dtype=np.float32, seed=0)
+    x = np.random.default_rng(0).normal(size=(4, 1, 8, 8)).astype(np.float32)
+    y = np.array([0, 1, 0, 1])
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    with np.errstate(all="raise"):  # no floating-point warning escapes either
+        with pytest.raises(ValueError, match="lr.*non-finite.*expected") as info:
+            model.train_step(x, y, lr=lr, full=full)
+    assert "\n" not in str(info.value)
+    for k, v in model.state_dict().items():
+        assert np.array_equal(v, before[k]), k
+    assert np.isfinite(model.train_step(x, y, lr=0.1, full=full))  # a sane step still works

@@ -141,6 +141,7 @@ def one_epoch_run(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow  # fast: tests/vit/test_train.py::test_plot_writes_pngs
 @pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")])
 def test_vit_plot_of_a_one_epoch_run_writes_every_figure(one_epoch_run, tmp_path, capsys, fmt,
                                                          magic):

@@ -1,5 +1,6 @@
 """vit.load and TinyViT.predict against vit eval on a tiny trained run, and the predict command:
-its files, its output and its refusals (exit 2, one line)."""
+its files, its output and its refusals (exit 2, one line); vit.model.predict.top_k's order and
+its refusal of a k outside the classes."""
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ from vit.cli.main import main
 from vit.train.data import load_digits
 from vit.model.tinyvit import TinyViT
 from vit.cli.predict import read_input
+from vit.model.predict import top_k
 from vit.train.loop import evaluate
 
 from cli_util import run_cli  # noqa: E402
@@ -205,7 +207,7 @@ def test_load_refuses_what_is_not_a_model(tmp_path):
 # ---- the command ---------------------------------------------------------------------------
 def test_predict_command_on_arrays(checkpoint, tmp_path, capsys):
     data = load_digits()
-    x, y = data.x_test[:5, 0], data.y_test[:5]
+    x = data.x_test[:5, 0]
     np.save(tmp_path / "one.npy", x[0])                   # one (8, 8) image
     np.save(tmp_path / "batch.npy", x)                    # (5, 8, 8)
     np.savez(tmp_path / "pack.npz", images=x[:2, None])   # (2, 1, 8, 8)
@@ -394,3 +396,21 @@ def test_a_jpeg_of_thousands_of_scans_is_refused_before_decoding(tmp_path):
     open_picture(str(tmp_path / "p.jpg"))
     with pytest.raises(ValueError, match="h.jpg: a JPEG of 2,006 scans.*expected at most 1,000"):
         open_picture(str(tmp_path / "h.jpg"))
+
+
+# ---- top_k ----------------------------------------------------------------------------------
+P = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]])
+
+
+@pytest.mark.parametrize("k, error", [(-1, ValueError), (0, ValueError), (4, ValueError),
+                                      (1.5, TypeError), (True, TypeError)])
+def test_top_k_refuses_a_k_outside_the_classes(k, error):
+    # k = -1 returned K - 1 classes (order[:, :-1]) and k = 0 none, silently
+    with pytest.raises(error, match="top_k k"):
+        top_k(P, k)
+
+
+def test_top_k_orders_by_probability_then_class():
+    classes, probs = top_k(P, 3)
+    np.testing.assert_array_equal(classes, [[1, 2, 0], [0, 1, 2]])
+    np.testing.assert_array_equal(probs, [[0.6, 0.3, 0.1], [0.5, 0.25, 0.25]])

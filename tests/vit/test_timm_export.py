@@ -13,6 +13,7 @@ from vit.cli.main import main
 from vit.model.normalizer import Normalizer
 from vit.model.timm_convert import to_timm
 
+from helpers import one_line_refusal, perturbed_tinyvit
 from training_checkpoint import save_training_checkpoint
 
 try:
@@ -71,7 +72,7 @@ def assert_same_bits(a: TinyViT, b: TinyViT):
 @pytest.mark.parametrize("cfg", CFGS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_round_trip_in_memory_is_bit_exact(cfg, dtype):
-    model = perturbed(cfg, dtype)
+    model = perturbed_tinyvit(cfg, dtype)
     before = {k: v.copy() for k, v in model.state_dict().items()}
     state, config = to_timm(model)
     snapshot = ({k: v.copy() for k, v in state.items()}, json.dumps(config))
@@ -130,7 +131,7 @@ def test_mlp_ratio_gives_the_hidden_width_through_timms_formula(dim):
 
 
 def test_timm_names_and_layouts():
-    model = perturbed(CFGS[2])
+    model = perturbed_tinyvit(CFGS[2])
     state, _ = to_timm(model)
     assert list(state) == [
         "cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias",
@@ -152,7 +153,7 @@ def test_timm_names_and_layouts():
 
 
 def test_zero_biases_timm_has_and_tinyvit_lacks_are_accepted():
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     state, config = to_timm(model)
     state["blocks.0.attn.qkv.bias"] = np.zeros(48)
     assert_same_bits(model, from_timm(state, with_args(config, qkv_bias=True)))
@@ -275,13 +276,13 @@ def test_a_config_that_states_no_preprocessing_needs_it_given():
     ("mystery", ["'mystery'", "unknown"]),
 ])
 def test_from_timm_refuses_parameters_tinyvit_does_not_have(extra, words):
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     state[extra] = np.zeros(16)
     refusal(state, config, *words)
 
 
 def test_from_timm_refuses_nonzero_biases_tinyvit_lacks():
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     state["blocks.0.attn.proj.bias"] = np.full(16, 1e-300)
     refusal(state, config, "'blocks.0.attn.proj.bias'", "nonzero")
     state["blocks.0.attn.proj.bias"] = np.zeros(16)
@@ -290,7 +291,7 @@ def test_from_timm_refuses_nonzero_biases_tinyvit_lacks():
 
 
 def test_from_timm_refuses_bad_arrays():
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     refusal({k: v for k, v in state.items() if k != "head.bias"}, config, "missing",
             "'head.bias'")
     refusal({**state, "head.weight": state["head.weight"].T}, config, "'head.weight'", "(2, 16)")
@@ -305,7 +306,7 @@ def test_from_timm_refuses_bad_arrays():
 
 
 def test_from_timm_casts_on_request():
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     state, config = to_timm(model)
     state["norm.bias"] = state["norm.bias"].astype(np.float32)
     back = from_timm(state, config, dtype=np.float64)
@@ -315,7 +316,7 @@ def test_from_timm_casts_on_request():
 
 def test_from_timm_depth_follows_tinyvit():
     import inspect
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     if "depth" in inspect.signature(TinyViT).parameters:
         pytest.skip("TinyViT takes depth: the depth > 1 round trip runs in test_timm_torch.py")
     refusal(state, with_args(config, depth=3), "depth", "3", "one block")
@@ -326,11 +327,11 @@ def test_to_timm_refuses_what_it_cannot_map():
 
     with pytest.raises(TypeError, match="to_timm model"):
         to_timm(object())
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     model.norm.eps = 1e-6
     with pytest.raises(ValueError, match="eps"):
         to_timm(model)
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     model.extra = Linear(16, 16)
     with pytest.raises(ValueError, match="'extra.weight'"):
         to_timm(model)
@@ -353,7 +354,7 @@ def run(argv, capsys):
 @needs_st
 @pytest.mark.parametrize("saved", ["checkpoint", "model"])
 def test_cli_export_then_import_is_bit_exact(tmp_path, capsys, saved):
-    model = perturbed(CFGS[1], np.float32)
+    model = perturbed_tinyvit(CFGS[1], np.float32)
     source = tmp_path / "source.npz"
     if saved == "checkpoint":
         checkpoint(source, model, np.array([0.5, 1.0, 2.0]), np.array([3.0, 4.0, 5.0]))
@@ -388,7 +389,7 @@ def test_cli_export_then_import_is_bit_exact(tmp_path, capsys, saved):
 
 @needs_st
 def test_export_replaces_links_in_the_folder_without_writing_through_them(tmp_path, capsys):
-    perturbed().save(tmp_path / "m.npz")
+    perturbed_tinyvit(CFGS[0]).save(tmp_path / "m.npz")
     out, victim = tmp_path / "out", tmp_path / "victim"
     out.mkdir()
     victim.write_text("keep")
@@ -397,51 +398,44 @@ def test_export_replaces_links_in_the_folder_without_writing_through_them(tmp_pa
     assert victim.read_text() == "keep" and not (out / "config.json").is_symlink()
 
 
-def one_line_error(code, err, *words):
-    assert code == 2, err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for word in words:
-        assert word in err, err
-
-
 @needs_st
 def test_cli_refuses_bad_input_with_one_line(tmp_path, capsys):
     model_path = tmp_path / "m.npz"
-    perturbed().save(model_path)
+    perturbed_tinyvit(CFGS[0]).save(model_path)
     export = ["export", model_path, "--to", "timm", "--out"]
-    one_line_error(*run(["export", tmp_path / "nope.npz", "--to", "timm", "--out",
+    one_line_refusal(*run(["export", tmp_path / "nope.npz", "--to", "timm", "--out",
                          tmp_path / "o"], capsys)[::2], "nope.npz")
-    one_line_error(*run(["export", model_path, "--to", "onnx", "--out", tmp_path / "o"],
+    one_line_refusal(*run(["export", model_path, "--to", "onnx", "--out", tmp_path / "o"],
                         capsys)[::2], "--to", "onnx")
     (tmp_path / "real").mkdir()
     os.symlink(tmp_path / "real", tmp_path / "link")
-    one_line_error(*run(export + [tmp_path / "link"], capsys)[::2], "symbolic link")
+    one_line_refusal(*run(export + [tmp_path / "link"], capsys)[::2], "symbolic link")
     assert os.listdir(tmp_path / "real") == []
     (tmp_path / "file").write_text("x")
-    one_line_error(*run(export + [tmp_path / "file"], capsys)[::2], "not a folder")
-    one_line_error(*run(export + [tmp_path / "file" / "sub"], capsys)[::2], "not a writable")
+    one_line_refusal(*run(export + [tmp_path / "file"], capsys)[::2], "not a folder")
+    one_line_refusal(*run(export + [tmp_path / "file" / "sub"], capsys)[::2], "not a writable")
     (tmp_path / "notnpz.npz").write_text("hello")
-    one_line_error(*run(["export", tmp_path / "notnpz.npz", "--to", "timm", "--out",
+    one_line_refusal(*run(["export", tmp_path / "notnpz.npz", "--to", "timm", "--out",
                          tmp_path / "o"], capsys)[::2], "notnpz.npz")
 
     imp = ["import", tmp_path / "t", "--out", tmp_path / "back.npz"]
-    one_line_error(*run(imp, capsys)[::2], "does not exist")
+    one_line_refusal(*run(imp, capsys)[::2], "does not exist")
     assert run(export + [tmp_path / "t"], capsys)[0] == 0
     config = json.loads((tmp_path / "t" / "config.json").read_text())
     (tmp_path / "t" / "config.json").write_text(json.dumps(with_args(config, act_layer="gelu")))
-    one_line_error(*run(imp, capsys)[::2], "act_layer")
+    one_line_refusal(*run(imp, capsys)[::2], "act_layer")
     (tmp_path / "t" / "config.json").write_text('{"embed_dim": NaN}')
-    one_line_error(*run(imp, capsys)[::2], "config.json", "JSON")
+    one_line_refusal(*run(imp, capsys)[::2], "config.json", "JSON")
     (tmp_path / "t" / "config.json").write_text(json.dumps(config))
     (tmp_path / "t" / "model.safetensors").write_bytes(b"\x08" + bytes(20))
-    one_line_error(*run(imp, capsys)[::2], "model.safetensors")
+    one_line_refusal(*run(imp, capsys)[::2], "model.safetensors")
     os.unlink(tmp_path / "t" / "model.safetensors")
-    one_line_error(*run(imp, capsys)[::2], "model.safetensors", "no such file")
+    one_line_refusal(*run(imp, capsys)[::2], "model.safetensors", "no such file")
     assert not (tmp_path / "back.npz").exists()
 
 
 def test_refusals_cut_names_and_values_from_files_short():
-    state, config = to_timm(perturbed())
+    state, config = to_timm(perturbed_tinyvit(CFGS[0]))
     assert len(refusal({**state, "x" * 10**6: np.zeros(1)}, config, "unknown")) < 300
     assert len(refusal(state, with_args(config, act_layer="y" * 10**6), "act_layer")) < 300
 
@@ -452,7 +446,7 @@ def test_blocks_map_by_index_and_their_count_must_match_the_depth():
     from minigrad.nn import ModuleList
     from vit.model.block import Block
 
-    model = perturbed()
+    model = perturbed_tinyvit(CFGS[0])
     del model.block
     model.blocks = ModuleList([Block(16, 2, 32, rng=np.random.default_rng(i)) for i in range(3)])
     model.config["depth"] = 3
@@ -471,7 +465,7 @@ def test_round_trip_depth_3_once_tinyvit_has_depth():
     import inspect
     if "depth" not in inspect.signature(TinyViT).parameters:
         pytest.skip("TinyViT has no depth parameter yet; this runs once it has")
-    model = perturbed({**CFGS[2], "depth": 3})
+    model = perturbed_tinyvit({**CFGS[2], "depth": 3})
     state, config = to_timm(model)
     assert config["model_args"]["depth"] == 3 and "blocks.2.attn.qkv.weight" in state
     assert_same_bits(model, from_timm(state, config))
@@ -480,7 +474,7 @@ def test_round_trip_depth_3_once_tinyvit_has_depth():
 @needs_st
 @pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
 def test_import_refuses_a_fifo_in_place_of_either_file_without_blocking(tmp_path, capsys, name):
-    model = perturbed(CFGS[0], np.float32)
+    model = perturbed_tinyvit(CFGS[0], np.float32)
     model.save(tmp_path / "m.npz")
     out = tmp_path / "timm"
     assert run(["export", tmp_path / "m.npz", "--to", "timm", "--out", out], capsys)[0] == 0
@@ -518,14 +512,14 @@ def test_import_of_a_folder_that_states_no_preprocessing(tmp_path, capsys):
     st.save_file(state, str(folder / "model.safetensors"))
     (folder / "config.json").write_text(json.dumps(legacy(config)))  # an older export: null
     imp = ["import", folder, "--out", tmp_path / "m.npz"]
-    one_line_error(*run(imp, capsys)[::2], "preprocessing is null", "--normalize none")
+    one_line_refusal(*run(imp, capsys)[::2], "preprocessing is null", "--normalize none")
     assert not (tmp_path / "m.npz").exists()
     assert run(imp + ["--mean", "4.5", "--std", "6"], capsys)[0] == 0
     np.testing.assert_array_equal(TinyViT.load(tmp_path / "m.npz").normalizer.mean, [4.5])
     assert run(imp + ["--normalize", "none"], capsys)[0] == 0
     assert TinyViT.load(tmp_path / "m.npz").normalizer is None
-    one_line_error(*run(imp + ["--mean", "1,2", "--std", "1,2"], capsys)[::2], "mean", "1 finite")
-    one_line_error(*run(imp + ["--mean", "x"], capsys)[::2], "--mean", "'x'")
+    one_line_refusal(*run(imp + ["--mean", "1,2", "--std", "1,2"], capsys)[::2], "mean", "1 finite")
+    one_line_refusal(*run(imp + ["--mean", "x"], capsys)[::2], "--mean", "'x'")
 
 
 @needs_st
@@ -535,7 +529,7 @@ def test_a_pair_from_two_exports_is_refused(tmp_path, capsys):
         assert run(["export", tmp_path / f"{name}.npz", "--to", "timm", "--out",
                     tmp_path / name], capsys)[0] == 0
     os.replace(tmp_path / "b" / "model.safetensors", tmp_path / "a" / "model.safetensors")
-    one_line_error(*run(["import", tmp_path / "a", "--out", tmp_path / "m.npz"], capsys)[::2],
+    one_line_refusal(*run(["import", tmp_path / "a", "--out", tmp_path / "m.npz"], capsys)[::2],
                    "other weights", "weights_sha256")
 
 

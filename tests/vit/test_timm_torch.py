@@ -6,7 +6,6 @@ its own environment (.ci/run)."""
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from functools import partial
 from pathlib import Path
@@ -17,7 +16,6 @@ import pytest
 torch = pytest.importorskip("torch")
 timm = pytest.importorskip("timm")
 pytest.importorskip("safetensors")
-from safetensors.torch import load_file  # noqa: E402
 from timm.models.vision_transformer import VisionTransformer  # noqa: E402
 
 from vit import TinyViT, from_timm  # noqa: E402
@@ -25,6 +23,7 @@ from vit.model.normalizer import Normalizer  # noqa: E402
 from vit.cli.timm_folder import export_timm  # noqa: E402
 from vit.model.timm_convert import to_timm  # noqa: E402
 
+from helpers import perturbed_tinyvit  # noqa: E402
 from training_checkpoint import save_training_checkpoint  # noqa: E402
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
@@ -47,15 +46,6 @@ DEPTH3 = [dict(img_size=8, patch_size=4, in_chans=3, dim=16, num_heads=4, mlp_di
                depth=3, use_pos_emb=False)]
 
 
-def perturbed(cfg, dtype, seed=0):
-    """A TinyViT whose biases and LayerNorm gains are off their initial 0 and 1."""
-    model = TinyViT(**cfg, dtype=dtype, seed=seed)
-    rng = np.random.default_rng(seed + 1)
-    for p in model.parameters():
-        p.data += (0.1 * rng.standard_normal(p.shape)).astype(dtype)
-    return model
-
-
 def timm_model(folder: Path, dtype) -> torch.nn.Module:
     """timm's own loader of a local folder, nothing of ours in between."""
     torch_dtype = torch.float64 if dtype == np.float64 else torch.float32
@@ -65,7 +55,7 @@ def timm_model(folder: Path, dtype) -> torch.nn.Module:
 
 
 def compare(cfg, dtype, tmp_path):
-    model = perturbed(cfg, dtype)
+    model = perturbed_tinyvit(cfg, dtype)
     model.save(tmp_path / "model.npz")
     export_timm(tmp_path / "model.npz", tmp_path / "timm")
     net = timm_model(tmp_path / "timm", dtype)
@@ -99,7 +89,7 @@ def test_timm_computes_the_same_logits_depth_3(cfg, dtype, tmp_path):
 @pytest.mark.parametrize("cfg", [CONFIGS[2]] + (DEPTH3 if HAS_DEPTH else []))
 def test_a_timm_model_comes_back_to_the_same_logits(cfg):
     """timm's own (randomly initialized) weights -> from_timm -> the logits timm computes."""
-    model = perturbed(cfg, np.float64)
+    model = perturbed_tinyvit(cfg, np.float64)
     state, config = to_timm(model)
     torch.manual_seed(0)
     net = VisionTransformer(**config["model_args"],
@@ -119,7 +109,7 @@ def test_a_timm_model_comes_back_to_the_same_logits(cfg):
 
 
 def test_timms_data_config_is_the_models_normalization(tmp_path):
-    model = perturbed(CONFIGS[2], np.float32)
+    model = perturbed_tinyvit(CONFIGS[2], np.float32)
     save_training_checkpoint(tmp_path / "ck.npz", model,
                              Normalizer(np.array([0.5, 1.0, 2.0]), np.array([2.0, 3.0, 4.0])))
     export_timm(tmp_path / "ck.npz", tmp_path / "out")
@@ -136,7 +126,7 @@ def test_the_export_doc_lines_build_the_same_classifier(tmp_path):
     section = text[text.index("## Run the exported model in timm"):]
     code = re.search(r"```py\n(.*?)```", section, re.S).group(1)
     assert "runs/digits-timm" in code
-    model = perturbed(CONFIGS[2], np.float64)
+    model = perturbed_tinyvit(CONFIGS[2], np.float64)
     mean, std = np.array([0.5, 1.0, 2.0]), np.array([2.0, 3.0, 4.0])
     save_training_checkpoint(tmp_path / "ck.npz", model, Normalizer(mean, std))
     export_timm(tmp_path / "ck.npz", tmp_path / "out")

@@ -334,6 +334,7 @@ def test_gradcheck_command_checks_every_block_of_a_deeper_model(capsys):
     assert "block.attn" not in out  # depth 2 names its blocks blocks.0 and blocks.1
 
 
+@pytest.mark.slow  # a child process; fast: the in-process commands of this file
 def test_python_dash_m_vit(tmp_path):
     done = subprocess.run([sys.executable, "-m", "vit", "train", "--batch-size", "0"],
                           capture_output=True, text=True)

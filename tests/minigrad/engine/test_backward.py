@@ -1,12 +1,13 @@
-"""The backward sweep: order, accumulation, graph release, errors, grad mode, aliasing.
+"""The backward sweep: order, accumulation, graph release, errors, aliasing. (Grad mode:
+test_grad_mode.py.)
 
 Expected gradients are derived by hand in each test (or come from PyTorch as an oracle).
 """
 from __future__ import annotations
 
 import gc
-import threading
 import weakref
+from functools import partial
 
 import numpy as np
 import pytest
@@ -16,14 +17,14 @@ from hypothesis import strategies as st
 import minigrad as mg
 from minigrad import F
 
+import helpers
+
 RNG = np.random.default_rng(3)
-
-
-def leaf(*shape, dtype=np.float64):
-    return mg.Tensor(RNG.uniform(0.5, 1.5, shape).astype(dtype), requires_grad=True)
+leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))  # away from 0
 
 
 # ---- order and accumulation --------------------------------------------------------------
+@pytest.mark.slow  # fast: test_summary.py::test_leaves_deep_chains_and_bad_arguments
 def test_100k_op_chain_needs_no_recursion():
     x = mg.tensor(0.5, requires_grad=True)
     y = x
@@ -226,66 +227,6 @@ def test_no_vjp_runs_for_inputs_that_do_not_need_grad():
     assert not y.requires_grad and y._node is None
 
 
-# ---- grad mode --------------------------------------------------------------------------
-def test_no_grad_context_decorator_nesting_and_exceptions():
-    x = leaf(2)
-    assert mg.is_grad_enabled()
-    with mg.no_grad():
-        assert not mg.is_grad_enabled() and not (x * 2).requires_grad
-        with mg.enable_grad():
-            assert mg.is_grad_enabled() and (x * 2).requires_grad
-        assert not mg.is_grad_enabled()
-    assert mg.is_grad_enabled() and (x * 2).requires_grad
-
-    @mg.no_grad()
-    def f(t):
-        return t * 2, mg.is_grad_enabled()
-
-    @mg.no_grad
-    def g(t):
-        return t * 2
-
-    y, mode = f(x)
-    assert not y.requires_grad and not mode and not g(x).requires_grad
-    assert f.__name__ == "f" and mg.is_grad_enabled()
-
-    with pytest.raises(KeyError):
-        with mg.no_grad():
-            raise KeyError
-    assert mg.is_grad_enabled()
-    with pytest.raises(TypeError):
-        g(None)  # raises inside the decorated function
-    assert mg.is_grad_enabled()
-
-    ctx = mg.no_grad()  # one object entered twice, nested
-    with ctx:
-        with ctx:
-            assert not mg.is_grad_enabled()
-        assert not mg.is_grad_enabled()
-    assert mg.is_grad_enabled()
-
-
-def test_grad_mode_is_per_thread():
-    seen = []
-    with mg.no_grad():
-        t = threading.Thread(target=lambda: seen.append(mg.is_grad_enabled()))
-        t.start()
-        t.join()
-    assert seen == [True]
-
-
-def test_retain_grad_keeps_non_leaf_grad():
-    x0 = np.array([1.0, -2.0])
-    x = mg.Tensor(x0, requires_grad=True)
-    h = x * 3
-    h.retain_grad()
-    k = x * 5  # not retained
-    (h * h + k).sum().backward()
-    np.testing.assert_allclose(h.grad, 2 * 3 * x0)
-    assert k.grad is None
-    np.testing.assert_allclose(x.grad, 18 * x0 + 5)
-
-
 # ---- aliasing and immutability ------------------------------------------------------------
 def test_leaf_grads_are_independent_arrays():
     a, b = leaf(3), leaf(3)
@@ -381,48 +322,3 @@ def test_the_graph_keeps_no_intermediate_result_that_no_vjp_saved():
     assert held < 2 * x.data.nbytes  # one result array (plus small change), not ten
     y.backward(np.ones(y.shape))
     np.testing.assert_array_equal(x.grad, np.ones(x.shape))
-
-
-def test_no_grad_on_a_generator_function_covers_its_body_not_the_caller():
-    x = leaf(3)
-    seen = []
-
-    @mg.no_grad()
-    def batches(n):
-        for i in range(n):
-            received = yield x * float(i)  # computed inside the generator: no graph
-            seen.append((received, mg.is_grad_enabled()))
-        return "finished"
-
-    gen = batches(3)
-    first = next(gen)
-    assert not first.requires_grad
-    assert mg.is_grad_enabled()  # the caller's code between resumptions records as usual
-    assert (x * 2.0).requires_grad
-    assert not gen.send("hello").requires_grad
-    with pytest.raises(StopIteration) as stop:
-        gen.send(None)
-        next(gen)
-    assert stop.value.value == "finished"
-    assert seen == [("hello", False), (None, False), (None, False)]
-
-
-def test_no_grad_generator_receives_thrown_exceptions_and_closes_in_its_mode():
-    log = []
-
-    @mg.no_grad
-    def gen():
-        try:
-            yield 1
-        except KeyError:
-            log.append(("caught", mg.is_grad_enabled()))
-            yield 2
-        finally:
-            log.append(("closed", mg.is_grad_enabled()))
-
-    g = gen()
-    assert next(g) == 1
-    assert g.throw(KeyError("k")) == 2
-    g.close()
-    assert log == [("caught", False), ("closed", False)]
-    assert mg.is_grad_enabled()

@@ -219,6 +219,7 @@ def test_state_keys_with_unsortable_keys_still_lists_the_difference():
         checks.state_keys("SGD", {"a": 1, 1: 2, "z": 3}, {"a", "b"})
 
 
+@pytest.mark.slow  # fast: the other state_keys tests
 def test_state_keys_of_a_million_unexpected_names_is_a_short_message():
     state = {f"w{i}": 0 for i in range(1_000_000)}
     with pytest.raises(checks.StateDictKeyError) as info:

@@ -10,6 +10,7 @@ shortcuts were wrong: expected gradients are written out by hand from the op's f
 from __future__ import annotations
 
 import weakref
+from functools import partial
 
 import numpy as np
 import pytest
@@ -17,11 +18,10 @@ import pytest
 import minigrad as mg
 from minigrad import F
 
+import helpers
+
 RNG = np.random.default_rng(1611)
-
-
-def leaf(*shape, dtype=np.float64):
-    return mg.Tensor(RNG.uniform(0.5, 1.5, shape).astype(dtype), requires_grad=True)
+leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))
 
 
 def close(dtype):

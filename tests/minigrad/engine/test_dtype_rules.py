@@ -25,7 +25,7 @@ def _tol(dtype):
     return 200 * np.finfo(dtype).eps
 
 
-def test_the_issue_cases_stay_float32():
+def test_a_float32_tensor_with_a_0d_operand_stays_float32():
     x32 = mg.Tensor(np.linspace(0.5, 2.0, 6, dtype=np.float32), requires_grad=True)
     for out, expected in [(x32 * mg.Tensor(0.5), x32.data * 0.5),
                           (x32 * np.array(0.5), x32.data * 0.5),
@@ -127,7 +127,7 @@ def test_mixed_dimensioned_floats_follow_numpys_promotion():
     y64 = mg.Tensor(rng.standard_normal((2, 3)), requires_grad=True)
     w64 = rng.standard_normal((3, 4))
     b64 = rng.standard_normal(4)
-    w32, b32 = w64.astype(np.float32), b64.astype(np.float32)
+    w32 = w64.astype(np.float32)
     outs = {
         "add": x32 + y64, "where": F.where(x32.data > 0, x32, y64),
         "concatenate": F.concatenate([x32, y64]), "stack": F.stack([x32, y64]),
@@ -221,3 +221,25 @@ def test_float_results_and_0d_gradients_agree_with_pytorch(name, dim_dtype, zero
         tout.backward(torch.from_numpy(g))
         assert zt.grad.dtype == tz.grad.numpy().dtype and zt.grad.shape == ()
         np.testing.assert_allclose(zt.grad, tz.grad.numpy(), rtol=tol * 10, atol=tol)
+
+
+# ---- 0-d x 0-d dtype promotion, as PyTorch --------------------------------------------------
+def test_zero_d_float32_times_zero_d_float64_follows_array_promotion():
+    x32 = mg.Tensor(np.ones(3, np.float32))
+    assert (x32.sum() * mg.Tensor(0.5)).dtype == np.float64
+    assert (x32.sum() * np.float64(0.5)).dtype == np.float32  # a NumPy scalar is a number
+    assert (x32.sum() * 0.5).dtype == np.float32
+
+
+def test_zero_d_promotion_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = torch.tensor(1.0, dtype=torch.float32) * torch.tensor(0.5, dtype=torch.float64)
+    ours = mg.Tensor(np.float32(1.0)) * mg.Tensor(np.float64(0.5))
+    assert str(a.dtype).removeprefix("torch.") == ours.dtype.name
+
+
+def test_numpy_doc_states_the_zero_d_case():
+    from pathlib import Path
+    page = (Path(__file__).resolve().parents[3] / "docs" / "numpy.md").read_text()
+    table = page.split("## Dtype rules", 1)[1].split("\n## ", 1)[0]
+    assert "np.float64(0.5)" in table and "x32.sum() * mg.Tensor(0.5)" in table

@@ -4,17 +4,18 @@ Each broken op below is a deliberate, realistic mistake written with ``mg.op``.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
 
+import helpers
+
 RNG = np.random.default_rng(5)
-
-
-def leaf(*shape, dtype=np.float64):
-    return mg.Tensor(RNG.uniform(0.5, 1.5, shape).astype(dtype), requires_grad=True)
+leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))
 
 
 # ---- deliberately wrong ops --------------------------------------------------------------

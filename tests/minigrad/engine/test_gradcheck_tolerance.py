@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import F
 
 U = np.finfo(np.float64).eps / 2  # unit roundoff
 

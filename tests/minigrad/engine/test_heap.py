@@ -1,12 +1,17 @@
-"""minigrad.runtime.heap.keep_heap: glibc's malloc keeps freed memory; bad arguments are refused."""
+"""minigrad.runtime.heap.keep_heap: glibc's malloc keeps freed memory; bad arguments are refused;
+``mg.heap`` is reachable without an import of its own."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from minigrad.runtime.heap import keep_heap
+
+ROOT = Path(__file__).resolve().parents[3]
 
 CHILD = """
 import resource, sys
@@ -32,6 +37,7 @@ def _faults_per_step(mode: str) -> float:
     return float(proc.stdout)
 
 
+@pytest.mark.slow  # two child processes; fast: test_keep_heap_refuses_bad_sizes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_keep_heap_stops_the_page_faults_of_repeated_steps():
     fresh, kept = _faults_per_step("fresh"), _faults_per_step("keep")
@@ -48,3 +54,13 @@ def test_keep_heap_refuses_bad_sizes(kwargs, error):
     name = next(iter(kwargs))
     with pytest.raises(error, match=f"keep_heap {name}"):
         keep_heap(**kwargs)
+
+
+# ---- the package's attribute ----------------------------------------------------------------
+def test_heap_is_reachable_from_the_package():
+    code = "import minigrad as mg; print(mg.heap.keep_heap.__name__)"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "keep_heap"

@@ -1,13 +1,18 @@
-"""``JointVJP``: one function gives every input's gradient, called once per backward pass."""
+"""``JointVJP``: one function gives every input's gradient, called once per backward pass; a
+subclass of it (say, one that names itself in reprs) is recorded as one, in grad mode as well as
+under no_grad, for ops with one output and with several."""
 from __future__ import annotations
 
 import weakref
+from functools import partial
 
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
+
+import helpers
 
 RNG = np.random.default_rng(21)
 CALLS = []
@@ -35,8 +40,7 @@ def split_affine(x, w):
     return (y, 2.0 * y), mg.JointVJP(gradients)
 
 
-def leaf(*shape):
-    return mg.Tensor(RNG.standard_normal(shape), requires_grad=True)
+leaf = partial(helpers.leaf, RNG)
 
 
 def test_gradients_match_finite_differences_with_and_without_constants():
@@ -167,3 +171,44 @@ def test_the_count_is_per_parameter_however_the_op_is_called():
         call().sum().backward()
         assert CALLS == [(True, True, False)]
         np.testing.assert_allclose(w.grad, x.data.T @ np.ones((4, 2)), rtol=1e-13)
+
+
+# ---- a subclass of JointVJP ----------------------------------------------------------------
+class NamedJoint(mg.JointVJP):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"NamedJoint({self.gradients.__name__})"
+
+
+@mg.op(arrays=2)
+def scaled(x, w):
+    """y = x ⊙ w.   x̄ = ȳ ⊙ w, w̄ = ȳ ⊙ x."""
+    def gradients(g, needed):
+        return [g * w if needed[0] else None, g * x if needed[1] else None]
+    return x * w, NamedJoint(gradients)
+
+
+@mg.op(arrays=1)
+def pair(x):
+    """(2x, x²).   x̄ = 2 ȳ_0 + 2 x ȳ_1."""
+    def gradients(gs, needed):
+        return [2.0 * gs[0] + 2.0 * x * gs[1]]
+    return (2.0 * x, x * x), NamedJoint(gradients)
+
+
+def test_a_subclass_is_recorded_as_a_joint_vjp():
+    x, w = helpers.leaf(0, 4, 3), helpers.leaf(1, 4, 3)
+    cot = np.random.default_rng(2).standard_normal((4, 3))
+    scaled(x, w).backward(cot)
+    np.testing.assert_array_equal(x.grad, cot * w.data)
+    np.testing.assert_array_equal(w.grad, cot * x.data)
+    mg.gradcheck(scaled, (helpers.leaf(3, 2, 3), helpers.leaf(4, 2, 3)))
+    mg.gradcheck(lambda x: pair(x)[0] * pair(x)[1], (helpers.leaf(5, 3),))
+
+
+def test_a_subclass_of_a_multi_output_op_gets_its_cotangents_once():
+    x = helpers.leaf(6, 5)
+    a, b = pair(x)
+    (a.sum() + b.sum()).backward()
+    np.testing.assert_allclose(x.grad, 2.0 + 2.0 * x.data, rtol=4 * np.finfo(float).eps)

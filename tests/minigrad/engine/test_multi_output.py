@@ -6,11 +6,15 @@ and are called once per backward, whatever the number of outputs used.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
+
+import helpers
 
 RNG = np.random.default_rng(3)
 CALLS = {"sum_prod": 0, "split2": 0}
@@ -42,8 +46,7 @@ def split2(x, at):
     return (x[:at], x[at:]), vjp
 
 
-def leaf(*shape):
-    return mg.Tensor(RNG.standard_normal(shape), requires_grad=True)
+leaf = partial(helpers.leaf, RNG)
 
 
 def test_outputs_are_a_tuple_of_tensors_with_their_values():

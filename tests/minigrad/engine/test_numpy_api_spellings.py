@@ -3,6 +3,8 @@ the op F gives, with the same gradient. The table is op_cases/numpy_spellings.py
 format of test_numpy_api.py's ``CASES``), which test_numpy_api.py's table check counts."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -11,15 +13,11 @@ from minigrad import numpy_api
 from op_cases.numpy_spellings import CASES as CASES_MORE
 from op_cases.numpy_spellings import NOT_DIFFERENTIABLE
 
+import helpers
+from helpers import leaves
+
 RNG = np.random.default_rng(1408)  # cotangents and the inputs made here
-
-
-def rn(*shape):
-    return RNG.standard_normal(shape)
-
-
-def _tensors(arrays):
-    return [mg.Tensor(x.copy(), requires_grad=True) for x in arrays]
+rn = partial(helpers.rn, RNG)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -28,12 +26,12 @@ def _tensors(arrays):
 def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
     arrays = [x.astype(dtype) for x in arrays]
     want = spelled(*arrays)
-    ts = _tensors(arrays)
+    ts = leaves(arrays)
     out = spelled(*ts)
     assert isinstance(out, mg.Tensor), type(out)
     assert out.dtype == np.asarray(want).dtype
     np.testing.assert_allclose(out.data, want, rtol=4 * np.finfo(dtype).eps, atol=0)
-    refs = _tensors(arrays)
+    refs = leaves(arrays)
     ref = op(*refs)
     assert out.op == ref.op
     g = RNG.standard_normal(out.shape).astype(dtype)

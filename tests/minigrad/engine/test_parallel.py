@@ -10,12 +10,7 @@ import minigrad as mg
 from minigrad import F
 from minigrad.runtime import blas, parallel
 
-
-@pytest.fixture
-def threads():
-    before = parallel.get_num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
+from helpers import blas_counts
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (7, 3), (1000, 257), (3001, 64), (5, 70000)])
@@ -202,24 +197,19 @@ def test_for_each_part_covers_every_index_once(threads, n, n_threads, flops):
     np.testing.assert_array_equal(seen, np.ones(n, dtype=np.int64))
 
 
-def _blas_threads():
-    from threadpoolctl import threadpool_info
-    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-
-
 def test_one_blas_thread_limits_inside_and_restores_after(threads):
     pytest.importorskip("threadpoolctl")
-    before = _blas_threads()
+    before = blas_counts()
     with blas.one_blas_thread():
-        assert all(n == 1 for n in _blas_threads())
+        assert all(n == 1 for n in blas_counts())
         with blas.one_blas_thread():  # re-entrant
-            assert all(n == 1 for n in _blas_threads())
-        assert all(n == 1 for n in _blas_threads())
-    assert _blas_threads() == before
+            assert all(n == 1 for n in blas_counts())
+        assert all(n == 1 for n in blas_counts())
+    assert blas_counts() == before
     with pytest.raises(RuntimeError):  # restored on an exception too
         with blas.one_blas_thread():
             raise RuntimeError
-    assert _blas_threads() == before
+    assert blas_counts() == before
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -278,7 +268,7 @@ def test_a_child_forked_inside_one_blas_thread_gets_its_blas_threads_back():
     """Another thread holds the BLAS limit when the process forks; no one in the child will
     leave that block, so the child must not stay on one BLAS thread for good."""
     import os
-    before = _blas_threads()
+    before = blas_counts()
     if max(before, default=1) < 2:
         pytest.skip("BLAS runs on one thread here: nothing to restore")
     entered, release = threading.Event(), threading.Event()
@@ -294,10 +284,10 @@ def test_a_child_forked_inside_one_blas_thread_gets_its_blas_threads_back():
     try:
         pid = os.fork()
         if pid == 0:
-            os._exit(0 if _blas_threads() == before else 1)
+            os._exit(0 if blas_counts() == before else 1)
         _, status = os.waitpid(pid, 0)
     finally:
         release.set()
         holder.join()
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    assert _blas_threads() == before
+    assert blas_counts() == before

@@ -14,13 +14,6 @@ from minigrad.runtime import parallel
 
 
 @pytest.fixture
-def threads():
-    before = parallel.get_num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
-
-
-@pytest.fixture
 def taken_pool(monkeypatch):
     """The pool's only thread is held by another task, as a worker is when the scheduler
     gives its core to another process: whatever is submitted stays pending until released."""

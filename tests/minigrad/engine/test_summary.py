@@ -9,11 +9,10 @@ import pytest
 import minigrad as mg
 from minigrad import F
 
+import helpers
+
 RNG = np.random.default_rng(13)
-
-
-def leaf(*shape, dtype=np.float64):
-    return mg.Tensor(RNG.standard_normal(shape).astype(dtype), requires_grad=True)
+leaf = functools.partial(helpers.leaf, RNG)
 
 
 def test_rows_in_order_with_shapes_and_dtypes():

@@ -5,10 +5,14 @@ by hand in the test; never from minigrad itself.
 """
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
 import minigrad as mg
+from minigrad.nn import Linear, Parameter
 
 RNG = np.random.default_rng(7)
 
@@ -253,3 +257,65 @@ def test_astype_to_integer_leaves_the_graph():
     (y * 2).sum().backward()
     assert x.grad.dtype == np.float64
     np.testing.assert_array_equal(x.grad, [2.0, 2.0])
+
+
+# ---- deepcopy, copy and pickle --------------------------------------------------------------
+def test_deepcopy_of_a_non_leaf_is_refused():
+    t = mg.Tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(t * 2)
+
+
+def test_deepcopy_of_a_leaf_copies_data_grad_and_requires_grad():
+    t = mg.Tensor(np.arange(3.0), requires_grad=True)
+    t.grad = np.ones(3)
+    c = copy.deepcopy(t)
+    assert c is not t and c.requires_grad and c.is_leaf and c.version == 0
+    np.testing.assert_array_equal(c.data, t.data)
+    np.testing.assert_array_equal(c.grad, t.grad)
+    assert not np.shares_memory(c.data, t.data) and not np.shares_memory(c.grad, t.grad)
+    (c * c).sum().backward()
+    np.testing.assert_array_equal(t.grad, np.ones(3))  # the original is not touched
+
+
+def test_deepcopy_of_a_module_still_works():
+    m = Linear(2, 3, rng=0)
+    c = copy.deepcopy(m)
+    assert c.weight is not m.weight and type(c.weight) is Parameter
+    assert type(pickle.loads(pickle.dumps(m.weight))) is Parameter
+    np.testing.assert_array_equal(c.weight.data, m.weight.data)
+    assert not np.shares_memory(c.weight.data, m.weight.data)
+
+
+def test_pickle_of_a_non_leaf_is_refused_in_our_words():
+    t = mg.Tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"non-leaf.*detach\(\)"):
+        pickle.dumps(t * 2)
+
+
+def test_pickle_of_a_leaf_keeps_data_and_requires_grad_not_grad():
+    t = mg.Tensor(np.arange(3, dtype=np.float32), requires_grad=True)
+    t.grad = np.ones(3, np.float32)
+    u = pickle.loads(pickle.dumps(t))
+    assert isinstance(u, mg.Tensor) and u.requires_grad and u.is_leaf and u.grad is None
+    assert u.dtype == np.float32
+    np.testing.assert_array_equal(u.data, t.data)
+    v = pickle.loads(pickle.dumps(mg.Tensor(np.ones(2, np.int64))))
+    assert not v.requires_grad and v.dtype == np.int64
+
+
+def test_shallow_copy_shares_data_and_graph():
+    t = mg.Tensor(np.ones(3), requires_grad=True)
+    y = t * 2
+    c = copy.copy(y)
+    assert c.data is y.data and c.op == "mul"
+    c.sum().backward()
+    np.testing.assert_array_equal(t.grad, np.full(3, 2.0))
+
+
+def test_shallow_copy_of_a_parameter_is_a_parameter_on_the_same_array():
+    w = Parameter(np.ones(2))
+    c = copy.copy(w)
+    assert type(c) is Parameter and c.data is w.data
+    c.bump_version()
+    assert w.version == 1  # one counter: a write through the copy is a write to w

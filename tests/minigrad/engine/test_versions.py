@@ -7,7 +7,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import F
-from minigrad.nn import Parameter
+from minigrad.nn import Linear, Parameter
 from minigrad.optim import SGD, AdamW
 
 RNG = np.random.default_rng(5)
@@ -302,3 +302,37 @@ def test_an_op_that_returns_its_input_array_shares_its_version():
         y[0] = 5.0
     with pytest.raises(RuntimeError, match="modified in place"):
         z.backward()
+
+
+# ---- Module.load_state_dict between forward and backward ------------------------------------
+def test_load_state_dict_between_forward_and_backward_is_refused():
+    m = Linear(2, 2, rng=0)
+    other = Linear(2, 2, rng=1).state_dict()
+    x = mg.Tensor(RNG.standard_normal((3, 2)))
+    y = (m(x) ** 2).sum()
+    before = {name: p.version for name, p in m.named_parameters()}
+    m.load_state_dict(other)
+    for name, p in m.named_parameters():
+        assert p.version == before[name] + 1, name
+    with pytest.raises(RuntimeError, match="modified in place"):
+        y.backward()
+    assert m.weight.grad is None and m.bias.grad is None
+
+
+def test_load_state_dict_strict_false_bumps_only_what_it_wrote():
+    m = Linear(2, 2, rng=0)
+    m.load_state_dict({"weight": np.zeros((2, 2))}, strict=False)
+    assert m.weight.version == 1 and m.bias.version == 0
+
+
+# ---- two Tensors made separately from one ndarray -------------------------------------------
+def test_two_tensors_on_one_array_have_separate_counters_as_documented():
+    arr = np.ones(3)
+    a = mg.Tensor(arr, requires_grad=True)
+    b = mg.Tensor(arr)
+    y = (a * a).sum()
+    b[0] = 100.0
+    assert b.version == 1 and a.version == 0  # not shared: the write is not seen through a
+    y.backward()
+    assert a.grad[0] == 200.0  # the new value: the documented limit
+    assert "torch.from_numpy" in mg.Tensor.__doc__ and "separately" in mg.Tensor.__doc__

@@ -29,7 +29,7 @@ def test_a_comparison_of_0d_operands_holds_a_0d_bool_array(compare, other):
     assert not out.requires_grad
 
 
-def test_the_issue_cases_work():
+def test_a_0d_comparison_serves_as_a_mask_in_where_and_arithmetic():
     x = mg.Tensor(1.0, requires_grad=True)
     y = mg.Tensor(2.0)
     picked = F.where(x < y, x, 0.0)

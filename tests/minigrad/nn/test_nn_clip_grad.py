@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import minigrad as mg
 from minigrad import nn
 from minigrad.nn import Parameter
 from minigrad.nn.utils import clip_grad_norm_, clip_grad_value_
@@ -112,3 +113,42 @@ def test_nonfinite_total_norm():
     np.testing.assert_array_equal(p.grad, [np.inf, 1.0])
     assert clip_grad_norm_(p, 1.0) == math.inf  # as torch: scaled by 1 / inf = 0
     np.testing.assert_array_equal(p.grad, [np.nan, 0.0])
+
+
+# ---- old gradient arrays and float16 --------------------------------------------------------
+@pytest.mark.parametrize("fn", ["norm", "value"])
+def test_clipping_never_writes_into_the_old_gradient_arrays(fn):
+    rng = np.random.default_rng(3)
+    params = [mg.Tensor(rng.standard_normal(s).astype(dt), requires_grad=True)
+              for s, dt in (((3,), np.float32), ((2, 2), np.float64), ((4,), np.float16))]
+    for p in params:
+        p.grad = (10 * rng.standard_normal(p.shape)).astype(p.dtype)
+    params.append(mg.Tensor(np.ones(2), requires_grad=True))  # grad None: skipped
+    old = [p.grad for p in params]
+    copies = [None if g is None else g.copy() for g in old]
+    if fn == "norm":
+        total = clip_grad_norm_(params, 1.0)
+        want = np.sqrt(sum(np.sum(c.astype(np.float64) ** 2) for c in copies if c is not None))
+        assert total == pytest.approx(want, rel=1e-12)
+    else:
+        clip_grad_value_(params, 0.5)
+    for g, c in zip(old, copies):
+        if c is not None:
+            np.testing.assert_array_equal(g, c)  # the old arrays are untouched
+    for p, c in zip(params, copies):
+        if c is None:
+            assert p.grad is None
+        else:
+            assert p.grad.dtype == c.dtype  # each gradient keeps its dtype
+
+
+def test_clip_grad_norm_scales_float16_gradients_by_the_exact_factor():
+    # the factor max_norm / N was rounded to float16 first: 1e-8 is 0 there (below its
+    # smallest subnormal, 6e-8), so a gradient of 1e4 clipped to max_norm 1e-4 became 0,
+    # not 1e-4 (a normal float16 number)
+    p = mg.Tensor(np.zeros(1, np.float16), requires_grad=True)
+    p.grad = np.array([1e4], np.float16)
+    clip_grad_norm_([p], max_norm=1e-4)
+    want = np.float16(1e4 * 1e-4 / (1e4 + 1e-6))  # rounded once, from float64
+    assert p.grad.dtype == np.float16
+    np.testing.assert_array_equal(p.grad, [want])

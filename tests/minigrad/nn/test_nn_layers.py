@@ -1,6 +1,7 @@
 """nn.Sequential, nn.Conv2d, nn.Embedding, the activation modules and nn.Flatten: values
 against torch where installed and NumPy otherwise, gradients against finite differences."""
 from collections import OrderedDict
+from functools import partial
 
 import numpy as np
 import pytest
@@ -8,13 +9,9 @@ import pytest
 import minigrad as mg
 from minigrad import F, nn
 
+import helpers
 
-def assert_close(ours, ref, dtype=np.float64, ulps=256):
-    ref = np.asarray(ref)
-    tol = ulps * np.finfo(dtype).eps * max(1.0, float(np.abs(ref).max()))
-    np.testing.assert_allclose(np.asarray(ours), ref, rtol=0, atol=tol)
-
-
+assert_close = partial(helpers.assert_close, ulps=256)
 RNG = np.random.default_rng(1414)
 
 
@@ -223,3 +220,35 @@ def test_gelu_and_silu_look_their_function_up_when_they_run(monkeypatch):
     x = np.ones(2)
     np.testing.assert_array_equal(layer_gelu(x).data, [2.0, 2.0])
     np.testing.assert_array_equal(layer_silu(x).data, [3.0, 3.0])
+
+
+# ---- module names: what Sequential and add_module accept ------------------------------------
+@pytest.mark.parametrize("name", ["forward", "training", "state_dict", "a.b", "", ".x"])
+def test_a_module_name_that_would_shadow_or_split_is_refused(name):
+    # Sequential(OrderedDict(forward=Linear, relu=ReLU)) used to register "forward" as an
+    # instance attribute, so seq(x) ran the Linear alone and skipped the ReLU; "a.b" made
+    # the state_dict key "a.b.weight" of a module "a.b", read back as module "a", child "b"
+    with pytest.raises(ValueError, match=repr(name).replace(".", r"\.")):
+        nn.Sequential(OrderedDict([(name, nn.Linear(2, 3, rng=0)), ("relu", nn.ReLU())]))
+
+
+def test_add_module_needs_a_string_name():
+    with pytest.raises(TypeError, match="add_module name"):
+        nn.Module().add_module(3, nn.ReLU())
+
+
+def test_a_registered_module_may_still_be_replaced_by_name():
+    seq = nn.Sequential(nn.Linear(2, 3, rng=0), nn.ReLU())
+    tanh = nn.Tanh()
+    seq.add_module("1", tanh)
+    assert list(seq.children())[1] is tanh
+    x = mg.Tensor(np.array([[1.0, -2.0]]))
+    lin = list(seq.children())[0]
+    np.testing.assert_array_equal(seq(x).data, np.tanh(lin(x).data))
+
+
+def test_sequential_with_named_layers_runs_every_layer():
+    lin = nn.Linear(2, 3, rng=0)
+    seq = nn.Sequential(OrderedDict([("proj", lin), ("act", nn.ReLU())]))
+    x = mg.Tensor(np.array([[1.0, -2.0], [-3.0, 0.5]]))
+    np.testing.assert_array_equal(seq(x).data, np.maximum(lin(x).data, 0))

@@ -121,3 +121,38 @@ def test_register_buffer_copies_and_checks():
         m.register_buffer("weight", np.ones(1))
     with pytest.raises(TypeError, match="expected numbers"):
         m.register_buffer("names", np.array(["a"]))
+
+
+# ---- modes through checkpoints, dropout in float16 ------------------------------------------
+def test_eval_mode_survives_a_state_dict_load():
+    torch = pytest.importorskip("torch")
+    model = nn.Sequential(nn.Linear(4, 4, rng=1), nn.Dropout(0.5, rng=2))
+    other = nn.Sequential(nn.Linear(4, 4, rng=3), nn.Dropout(0.5, rng=4))
+    other.eval()
+    other.load_state_dict(model.state_dict())
+    assert all(not m.training for m in other.modules())
+    x = np.arange(8.0).reshape(2, 4)
+    lin = list(model.children())[0]
+    np.testing.assert_array_equal(other(mg.Tensor(x)).data, lin(mg.Tensor(x)).data)
+    # torch agrees that load_state_dict leaves the mode alone
+    t = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()
+    t.load_state_dict(t.state_dict())
+    assert not t.training
+
+
+@pytest.mark.parametrize("p", [0.99999, 0.999999])
+def test_dropout_in_float16_drops_to_zero_when_its_scale_overflows(p):
+    # 1 / (1 - p) > 65504 is inf in float16: the mask times inf made every dropped element
+    # 0 * inf = NaN; torch drops them to 0
+    d = nn.Dropout(p, rng=0)
+    x = mg.Tensor(np.ones(64, np.float16), requires_grad=True)
+    y = d(x)
+    keep = y.data != 0
+    assert not np.isnan(y.data).any()
+    assert y.dtype == np.float16
+    y.backward(np.ones(64, np.float16))
+    assert not np.isnan(x.grad).any()
+    np.testing.assert_array_equal(x.grad[~keep], 0)
+    torch = pytest.importorskip("torch")
+    t = torch.nn.functional.dropout(torch.ones(64, dtype=torch.float16), p=p)
+    assert not torch.isnan(t).any()

@@ -1,12 +1,19 @@
 """Module.parameters() keeps the list it found until a registry changes anywhere: every way
-of changing one must be seen, in the module itself or in any descendant."""
+of changing one must be seen, in the module itself or in any descendant; a module initialised
+again in place (``Module.__init__(m)``, the "reset by calling __init__ again" idiom) drops what
+it held from its parent's list; and a walk that runs while another thread changes a registry
+(between the registry's new structure token and the change itself) keeps no list under a
+token that outlives the change. That window is made deterministic with a key whose hashing
+(which the dict does before it stores anything) waits until the other thread has walked the
+tree."""
 import copy
 import pickle
+import threading
 
 import numpy as np
 import pytest
 
-from minigrad.nn import Linear, Module, ModuleList, Parameter
+from minigrad.nn import Linear, Module, ModuleList, Parameter, Sequential
 
 
 class Net(Module):
@@ -91,3 +98,47 @@ def test_a_registry_replaced_by_a_plain_dict_stays_watched():
     net.a._parameters["late"] = Parameter(np.ones(2))  # a later write into it is seen too
     assert ids(net) == walked(net)
     assert id(net.a._parameters["late"]) in ids(net)
+
+
+# ---- a module initialised again in place ----------------------------------------------------
+def test_a_child_initialised_again_drops_its_parameters_from_the_parents_list():
+    child = Module()
+    child.w = Parameter(np.ones(2))
+    parent = Sequential(child, Linear(2, 2, rng=np.random.default_rng(0)))
+    assert len(list(parent.parameters())) == 3  # kept from here on
+    Module.__init__(child)  # new empty registries: child holds nothing now
+    assert len(walked(parent)) == 2
+    assert [id(p) for p in parent.parameters()] == walked(parent)
+    parent.zero_grad()  # (and what zero_grad walks is that list)
+
+
+# ---- a registry changed by another thread during a walk -------------------------------------
+class OneLinear(Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Linear(2, 3, rng=np.random.default_rng(0))
+
+
+def test_a_walk_during_another_threads_change_keeps_no_stale_list():
+    net = OneLinear()
+    in_change, walked_meanwhile = threading.Event(), threading.Event()
+
+    class SlowKey(str):
+        def __hash__(self):  # runs inside the registry's __setitem__, before the store
+            in_change.set()
+            assert walked_meanwhile.wait(10)
+            return str.__hash__(self)
+
+    def change():
+        net.a._parameters[SlowKey("extra")] = Parameter(np.ones(2))
+
+    worker = threading.Thread(target=change)
+    worker.start()
+    assert in_change.wait(10)
+    during = [id(p) for p in net.parameters()]  # the tree as it was: the change is not in
+    walked_meanwhile.set()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert len(during) == 2
+    assert [id(p) for p in net.parameters()] == walked(net)
+    assert len(walked(net)) == 3

@@ -3,25 +3,26 @@ selu, log_sigmoid, hardtanh, softmax, log_softmax, softmin. References written f
 textbook forms, not the stable ones the ops use: the inputs here are moderate)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
+
 from .base import _sid, add_case, torch_table
 from .base import rn as shared_rn
 
 _rng = np.random.default_rng(1414)  # this family's own inputs (see base.py)
-
-
-def rn(shape, scale=2.0):
-    return np.asarray(_rng.standard_normal(shape) * scale)
+rn = partial(helpers.rn, _rng, scale=2.0)
 
 
 def off(shape, points=(0.0,), gap=0.05, scale=2.0):
     """Normals at least ``gap`` from each of ``points`` (kinks and switches): a central
     difference must not straddle one."""
-    x = rn(shape, scale)
+    x = rn(*shape, scale=scale)
     for p in points:
         near = np.abs(x - p) < gap
         x = np.where(near, p + np.where(x >= p, gap, -gap) * 2, x)
@@ -33,7 +34,7 @@ def np_softplus(x, beta=1.0, threshold=20.0):
 
 
 for s in [(), (7,), (2, 3, 4)]:
-    add_case("softplus", _sid(s), F.softplus, np_softplus, rn(s))
+    add_case("softplus", _sid(s), F.softplus, np_softplus, rn(*s))
 add_case("softplus", "beta2-threshold1.5",
          lambda x: F.softplus(x, beta=2.0, threshold=1.5),
          lambda x: np_softplus(x, 2.0, 1.5), off((4, 5), points=(0.75,)))
@@ -41,11 +42,11 @@ add_case("softplus", "beta0.5-large", lambda x: F.softplus(x, 0.5),
          lambda x: np_softplus(x, 0.5), off((9,), points=(40.0,), scale=30.0))
 
 for s in [(), (6,), (2, 3, 4)]:
-    add_case("silu", _sid(s), F.silu, lambda x: x / (1.0 + np.exp(-x)), rn(s))
-    add_case("gelu", _sid(s), F.gelu, lambda x: 0.5 * x * (1.0 + sp.erf(x / np.sqrt(2.0))), rn(s))
+    add_case("silu", _sid(s), F.silu, lambda x: x / (1.0 + np.exp(-x)), rn(*s))
+    add_case("gelu", _sid(s), F.gelu, lambda x: 0.5 * x * (1.0 + sp.erf(x / np.sqrt(2.0))), rn(*s))
 add_case("gelu", "tanh", lambda x: F.gelu(x, approximate="tanh"),
          lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
-         rn((3, 4)))
+         rn(3, 4))
 
 for slope in (0.01, 0.3, -0.5):
     add_case("leaky_relu", f"slope={slope}", lambda x, s=slope: F.leaky_relu(x, s),
@@ -57,9 +58,9 @@ _L, _A = 1.0507009873554804934, 1.6732632423543772848  # the SELU paper's λ and
 for s in [(5,), (2, 3, 4)]:
     add_case("selu", _sid(s), F.selu, lambda x: _L * np.where(x > 0, x, _A * (np.exp(x) - 1)),
              off(s))
-    add_case("log_sigmoid", _sid(s), F.log_sigmoid, lambda x: -np.log(1.0 + np.exp(-x)), rn(s))
+    add_case("log_sigmoid", _sid(s), F.log_sigmoid, lambda x: -np.log(1.0 + np.exp(-x)), rn(*s))
 add_case("log_sigmoid", "wide", F.log_sigmoid, lambda x: -np.log1p(np.exp(-x)),
-         rn((8,), scale=10.0))
+         rn(8, scale=10.0))
 
 add_case("hardtanh", "default", F.hardtanh, lambda x: np.clip(x, -1.0, 1.0),
          off((4, 5), points=(-1.0, 1.0)))
@@ -68,7 +69,7 @@ add_case("hardtanh", "bounds", lambda x: F.hardtanh(x, min_val=-0.5, max_val=2.0
 for axis in (-1, 0, 1):
     add_case("softmin", f"axis={axis}", lambda x, ax=axis: F.softmin(x, axis=ax),
              lambda x, ax=axis: np.exp(-x) / np.exp(-x).sum(axis=ax, keepdims=True),
-             rn((2, 3, 4), scale=1.0))
+             rn(2, 3, 4, scale=1.0))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -81,23 +82,13 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     for name, tf in [("softplus", TF.softplus), ("silu", TF.silu), ("gelu", TF.gelu),
                      ("leaky_relu", TF.leaky_relu), ("elu", TF.elu), ("selu", TF.selu),
                      ("log_sigmoid", TF.logsigmoid), ("hardtanh", TF.hardtanh),
                      ("softmin", lambda a: TF.softmin(a, dim=-1))]:
         case(name, "3d", getattr(F, name), tf, rn(2, 3, 4) * 3)
-
-
-def close_32_ulps(got, want, dtype):
-    """Within 32 ulps of the dtype at the largest magnitude compared (tests/ulps.py). Measured
-    on this machine: at most 2.9 ulps over every case of the builders below, float32 and
-    float64."""
-    from ulps import assert_close_ulps  # tests/ is on sys.path (tests/conftest.py)
-
-    assert_close_ulps(got, np.asarray(want, dtype=np.float64).astype(dtype), 32, dtype=dtype)
 
 
 @torch_table
@@ -110,15 +101,14 @@ def _torch_every_argument(torch, add):
     OPS = ("softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid",
            "hardtanh", "softmin")
 
-    def rn(*shape, scale=1.0):
-        return np.asarray(rng.standard_normal(shape) * scale)
+    rn = partial(helpers.rn, rng)
 
     def case(label, fn, torch_fn, *arrays):
         """``label`` starts with the op's name; float64 and float32, within 32 ulps, and no
         floating-point warning in the forward."""
         op = max((o for o in OPS if label.startswith(o)), key=len)
         add(op, label[len(op) + 1:] or "plain", fn, torch_fn, *arrays,
-            dtypes=(np.float64, np.float32), close=close_32_ulps, fp_strict=True)
+            dtypes=(np.float64, np.float32), close=helpers.close_32_ulps, fp_strict=True)
 
     KINK = np.array([-2.0, -1.0, -0.5, 0.0, -0.0, 0.5, 1.0, 2.0])
     BIG = np.array([-100.0, -30.0, -20.0, 20.0, 30.0, 100.0])
@@ -152,11 +142,11 @@ def _torch_every_argument(torch, add):
 # ---- gelu_tanh and the softmax family (inputs from the shared generator) ---------------
 for axis in [-1, 0, 1]:
     add_case("softmax", f"axis={axis}", lambda a, ax=axis: F.softmax(a, axis=ax),
-             lambda a, ax=axis: sp.softmax(a, axis=ax), shared_rn((2, 3, 4)) * 2)
+             lambda a, ax=axis: sp.softmax(a, axis=ax), shared_rn(2, 3, 4) * 2)
     add_case("log_softmax", f"axis={axis}", lambda a, ax=axis: F.log_softmax(a, axis=ax),
-             lambda a, ax=axis: sp.log_softmax(a, axis=ax), shared_rn((2, 3, 4)) * 2)
-add_case("softmax", "1d", F.softmax, sp.softmax, shared_rn((5,)))
-add_case("log_softmax", "1d", F.log_softmax, sp.log_softmax, shared_rn((5,)))
+             lambda a, ax=axis: sp.log_softmax(a, axis=ax), shared_rn(2, 3, 4) * 2)
+add_case("softmax", "1d", F.softmax, sp.softmax, shared_rn(5))
+add_case("log_softmax", "1d", F.log_softmax, sp.log_softmax, shared_rn(5))
 
 
 def np_gelu(x):
@@ -164,7 +154,7 @@ def np_gelu(x):
 
 
 for s in [(), (7,), (2, 3, 4)]:
-    add_case("gelu_tanh", _sid(s), F.gelu_tanh, np_gelu, shared_rn(s) * 2)
+    add_case("gelu_tanh", _sid(s), F.gelu_tanh, np_gelu, shared_rn(*s) * 2)
 
 
 @torch_table
@@ -174,8 +164,7 @@ def _torch_references_gelu_tanh_and_softmax(torch, add):
     rng = np.random.default_rng(9905)
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     for ax in (-1, 0, 1):
         case("softmax", f"axis={ax}", lambda a, ax=ax: F.softmax(a, axis=ax),

@@ -5,18 +5,19 @@ with causal, and fully masked rows. The reference loops over the leading dimensi
 Inputs from this module's own generator."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import add_case, torch_table
 from .base import rn as shared_rn
 
 _rng = np.random.default_rng(3232)
-
-
-def rn(shape):
-    return np.asarray(_rng.standard_normal(shape))
+rn = partial(helpers.rn, _rng)
 
 
 def np_sdpa(q, k, v, mask=None, is_causal=False, scale=None):
@@ -54,31 +55,31 @@ _dead[1] = False  # row 1 reads nothing
 _neg_inf = np.where(_dead, 0.0, -np.inf)
 
 add_case("scaled_dot_product_attention", "no-mask-L3-S5",
-         F.scaled_dot_product_attention, np_sdpa, rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+         F.scaled_dot_product_attention, np_sdpa, rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2))
 add_case("scaled_dot_product_attention", "heads-bcast-kv",
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3),
          lambda q, k, v: np_sdpa(q, k, v, scale=0.3),
-         rn((2, 2, 4, 3)), rn((1, 2, 3, 3)), rn((2, 1, 3, 5)))
+         rn(2, 2, 4, 3), rn(1, 2, 3, 3), rn(2, 1, 3, 5))
 add_case("scaled_dot_product_attention", "bool-mask",
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _bool_mask),
-         lambda q, k, v: np_sdpa(q, k, v, _bool_mask), rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+         lambda q, k, v: np_sdpa(q, k, v, _bool_mask), rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2))
 add_case("scaled_dot_product_attention", "bool-mask-dead-row",
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=_dead),
-         lambda q, k, v: np_sdpa(q, k, v, _dead), rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+         lambda q, k, v: np_sdpa(q, k, v, _dead), rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2))
 add_case("scaled_dot_product_attention", "float-mask-differentiated",
          F.scaled_dot_product_attention, np_sdpa,
-         rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)), rn((3, 5)))
+         rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2), rn(3, 5))
 add_case("scaled_dot_product_attention", "float-mask-per-batch",
          F.scaled_dot_product_attention, np_sdpa,
-         rn((2, 4, 3)), rn((2, 2, 3)), rn((2, 2, 3)), rn((2, 1, 2)))
+         rn(2, 4, 3), rn(2, 2, 3), rn(2, 2, 3), rn(2, 1, 2))
 add_case("scaled_dot_product_attention", "float-mask-neg-inf-dead-row",
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _neg_inf),
-         lambda q, k, v: np_sdpa(q, k, v, _neg_inf), rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)))
+         lambda q, k, v: np_sdpa(q, k, v, _neg_inf), rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2))
 for L, S in [(4, 4), (3, 5), (5, 2)]:
     add_case("scaled_dot_product_attention", f"causal-L{L}-S{S}",
              lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
              lambda q, k, v: np_sdpa(q, k, v, is_causal=True),
-             rn((2, L, 3)), rn((2, S, 3)), rn((2, S, 4)))
+             rn(2, L, 3), rn(2, S, 3), rn(2, S, 4))
 
 # a mask with is_causal: a key is read where the mask keeps it and j <= i
 _keep_lower = _rng.random((2, 4, 4)) > 0.4
@@ -86,11 +87,11 @@ _keep_lower[:, :, 0] = True
 add_case("scaled_dot_product_attention", "bool-mask-and-causal",
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _keep_lower, is_causal=True),
          lambda q, k, v: np_sdpa(q, k, v, _keep_lower, is_causal=True),
-         rn((2, 4, 3)), rn((2, 4, 3)), rn((2, 4, 2)))
+         rn(2, 4, 3), rn(2, 4, 3), rn(2, 4, 2))
 add_case("scaled_dot_product_attention", "float-mask-and-causal-differentiated",
          lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m, is_causal=True),
          lambda q, k, v, m: np_sdpa(q, k, v, m, is_causal=True),
-         rn((2, 3, 4)), rn((2, 5, 4)), rn((2, 5, 2)), rn((3, 5)))
+         rn(2, 3, 4), rn(2, 5, 4), rn(2, 5, 2), rn(3, 5))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -101,8 +102,7 @@ def _torch_references(torch, add):
     TF = torch.nn.functional
     rng = np.random.default_rng(3235)
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     keep = rng.random((3, 5)) > 0.4
     keep[:, 0] = True  # every query reads a key
@@ -146,7 +146,7 @@ for (B, T, D, H, scale) in [(2, 3, 2, 1, None), (2, 4, 6, 2, None), (1, 5, 6, 3,
                             (3, 1, 4, 2, None)]:
     add_case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
              lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
-             lambda x, H=H, scale=scale: np_self_attention(x, H, scale), shared_rn((B, T, 3 * D)))
+             lambda x, H=H, scale=scale: np_self_attention(x, H, scale), shared_rn(B, T, 3 * D))
 
 
 @torch_table
@@ -156,8 +156,7 @@ def _torch_references_self_attention(torch, add):
     rng = np.random.default_rng(9909)
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _torch_self_attention(qkv, num_heads, scale=None):
         B, T, width = qkv.shape

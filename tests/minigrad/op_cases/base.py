@@ -7,7 +7,12 @@ against minigrad itself.
 """
 from __future__ import annotations
 
+import sys
+from functools import partial
+
 import numpy as np
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 
 class OpCase:
@@ -24,30 +29,34 @@ class OpCase:
 #: One generator for every family, drawn from in the families' import order (see __init__).
 _rng = np.random.default_rng(20240611)
 OP_CASES: dict[str, list[OpCase]] = {}
-def rn(shape):
-    return np.asarray(_rng.standard_normal(shape))  # 0-d stays an array (a checked input)
-
-
-def pos(shape):
-    return np.asarray(_rng.uniform(0.5, 2.0, shape))
+rn = partial(helpers.rn, _rng)  # rn(2, 3); rn() is a 0-d array (a checked input)
+pos = partial(helpers.uniform, _rng, 0.5, 2.0)
 
 
 def away(shape, gap=0.2):
     """Normals pushed at least ``gap`` away from 0 (no kinks of abs/relu within eps)."""
-    x = rn(shape)
+    x = rn(*shape)
     return np.where(x >= 0, 1.0, -1.0) * (np.abs(x) + gap)
 
 
 def separated(shape_a, shape_b, gap=0.05):
     """Two arrays whose broadcast elements differ by more than ``gap`` (no ties)."""
     while True:
-        a, b = rn(shape_a), rn(shape_b)
+        a, b = rn(*shape_a), rn(*shape_b)
         if np.min(np.abs(np.subtract(a, b)), initial=np.inf) > gap:
             return a, b
 
 
+#: op -> the family modules (``op_cases/<family>.py``) whose add_case calls hold its cases, in
+#: the order they registered them: an op's docstring points there first (test_op_docstrings).
+CASE_MODULES: dict[str, list[str]] = {}
+
+
 def add_case(op, label, fn, ref, *inputs, **kw):
     OP_CASES.setdefault(op, []).append(OpCase(op, label, fn, ref, inputs, **kw))
+    module = sys._getframe(1).f_globals["__name__"].rpartition(".")[2]  # the caller's family
+    if module not in CASE_MODULES.setdefault(op, []):
+        CASE_MODULES[op].append(module)
 
 
 def _sid(*shapes):

@@ -3,7 +3,7 @@
 op case modules are the other files of this package.
 
 - ``bool_catalog()``: bool Tensors where the op takes numbers; run by
-  engine/test_small_fixes.py (the op works, or fails with a message naming it).
+  ops/test_all_ops_dtype.py (the op works, or fails with a message naming it).
 - ``zero_d_catalog()``: 0-d operands (or a 0-d result); run by engine/test_zero_d.py (a
   0-d result holds an ndarray, 0-d leaves get 0-d ndarray gradients of their dtype).
 - ``slot_catalog(T)``: a call with a value in the place of the op's main array argument;

@@ -3,10 +3,14 @@ targets, label smoothing and every reduction (its class weights, ignore_index an
 are in op_cases/losses.py), against the formula in NumPy/SciPy and against torch."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import add_case, pos, rn, torch_table
 
@@ -29,21 +33,21 @@ for red in ("mean", "sum", "none"):
         tag = f"{red}-ls={ls}"
         add_case("cross_entropy", f"labels-2d-{tag}",
                  lambda z, kw=kw: F.cross_entropy(z, _labels2, **kw),
-                 lambda z, kw=kw: np_cross_entropy(z, _labels2, **kw), rn((4, 5)) * 2)
+                 lambda z, kw=kw: np_cross_entropy(z, _labels2, **kw), rn(4, 5) * 2)
         add_case("cross_entropy", f"labels-3d-{tag}",
                  lambda z, kw=kw: F.cross_entropy(z, _labels3, **kw),
-                 lambda z, kw=kw: np_cross_entropy(z, _labels3, **kw), rn((2, 3, 5)))
+                 lambda z, kw=kw: np_cross_entropy(z, _labels3, **kw), rn(2, 3, 5))
         # soft targets are inputs too: their gradient is checked as well
         add_case("cross_entropy", f"soft-{tag}", lambda z, t, kw=kw: F.cross_entropy(z, t, **kw),
-                 lambda z, t, kw=kw: np_cross_entropy(z, t, **kw), rn((3, 4)),
-                 sp.softmax(rn((3, 4)), axis=-1))
+                 lambda z, t, kw=kw: np_cross_entropy(z, t, **kw), rn(3, 4),
+                 sp.softmax(rn(3, 4), axis=-1))
 add_case("cross_entropy", "1d-logits-0d-label", lambda z: F.cross_entropy(z, np.array(2)),
          lambda z: np_cross_entropy(z, np.array(2)), rn(5))
 add_case("cross_entropy", "labels-as-int-array-input", F.cross_entropy, np_cross_entropy,
-         rn((4, 5)), _labels2)
+         rn(4, 5), _labels2)
 add_case("cross_entropy", "unnormalized-soft",
          lambda z, t: F.cross_entropy(z, t, label_smoothing=0.2),
-         lambda z, t: np_cross_entropy(z, t, label_smoothing=0.2), rn((2, 3, 4)), pos((2, 3, 4)))
+         lambda z, t: np_cross_entropy(z, t, label_smoothing=0.2), rn(2, 3, 4), pos(2, 3, 4))
 
 
 @torch_table
@@ -53,8 +57,7 @@ def _torch_references(torch, add):
     rng = np.random.default_rng(9910)
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _ti(a):  # an index / label array as a torch tensor
         return torch.as_tensor(a)

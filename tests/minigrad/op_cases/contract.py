@@ -3,17 +3,18 @@ repeated labels, a label summed out of one operand only, broadcasting), tensordo
 forms, outer, inner. References avoid np.einsum where a plainer NumPy spelling exists."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from minigrad import F
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
+
 from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1401)  # this family's own inputs (see base.py)
-
-
-def rn(*shape):
-    return np.asarray(_rng.standard_normal(shape))
+rn = partial(helpers.rn, _rng)
 
 
 # (subscripts, reference, shapes)
@@ -97,8 +98,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     for sub, shapes in [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(2, 3), (3, 4)]),
                         ("ii->i", [(4, 4)]), ("ii", [(3, 3)]), ("ij,j->j", [(3, 4), (4,)]),

@@ -1,11 +1,13 @@
 """Cases for minigrad/ops/conv.py and ops/pool.py (references: loops over every output element)."""
 from __future__ import annotations
 
-import numpy as np
-import scipy.special as sp
+from functools import partial
 
-import minigrad as mg
+import numpy as np
+
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
@@ -111,9 +113,9 @@ for label, sx, sw, kw in [
         ("same-even-kernel", (2, 3, 5, 6), (2, 3, 2, 4), dict(padding="same")),
         ("unbatched", (3, 6, 5), (2, 3, 3, 2), dict(padding=(0, 1)))]:
     add_case("conv2d", label + "-bias", lambda x, w, b, kw=kw: F.conv2d(x, w, b, **kw),
-             lambda x, w, b, kw=kw: np_conv2d(x, w, b, **kw), rn(sx), rn(sw), rn(sw[0]))
+             lambda x, w, b, kw=kw: np_conv2d(x, w, b, **kw), rn(*sx), rn(*sw), rn(sw[0]))
     add_case("conv2d", label, lambda x, w, kw=kw: F.conv2d(x, w, **kw),
-             lambda x, w, kw=kw: np_conv2d(x, w, **kw), rn(sx), rn(sw))
+             lambda x, w, kw=kw: np_conv2d(x, w, **kw), rn(*sx), rn(*sw))
 for label, sx, sw, kw in [
         ("basic", (2, 3, 9), (4, 3, 3), {}),
         ("stride-pad-dilation", (2, 2, 11), (3, 2, 3), dict(stride=2, padding=2, dilation=2)),
@@ -121,19 +123,19 @@ for label, sx, sw, kw in [
         ("same", (2, 2, 7), (4, 2, 4), dict(padding="same")),
         ("unbatched", (3, 8), (2, 3, 1), {})]:
     add_case("conv1d", label + "-bias", lambda x, w, b, kw=kw: F.conv1d(x, w, b, **kw),
-             lambda x, w, b, kw=kw: np_conv1d(x, w, b, **kw), rn(sx), rn(sw), rn(sw[0]))
+             lambda x, w, b, kw=kw: np_conv1d(x, w, b, **kw), rn(*sx), rn(*sw), rn(sw[0]))
     add_case("conv1d", label, lambda x, w, kw=kw: F.conv1d(x, w, **kw),
-             lambda x, w, kw=kw: np_conv1d(x, w, **kw), rn(sx), rn(sw))
+             lambda x, w, kw=kw: np_conv1d(x, w, **kw), rn(*sx), rn(*sw))
 for label, sx, args in [
         ("k2", (2, 3, 6, 6), (2,)), ("k3-s2-p1", (2, 2, 7, 7), (3, 2, 1)),
         ("k3x2-overlapping", (1, 2, 6, 5), ((3, 2), (1, 2), (1, 0))),
         ("unbatched-s1", (3, 5, 5), (2, 1)), ("odd-drops-last-row", (1, 2, 7, 5), (2,))]:
     add_case("max_pool2d", label, lambda x, a=args: F.max_pool2d(x, *a),
-             lambda x, a=args: np_pool2d(x, *a, kind="max"), rn(sx))
+             lambda x, a=args: np_pool2d(x, *a, kind="max"), rn(*sx))
     add_case("avg_pool2d", label, lambda x, a=args: F.avg_pool2d(x, *a),
-             lambda x, a=args: np_pool2d(x, *a, kind="avg"), rn(sx))
+             lambda x, a=args: np_pool2d(x, *a, kind="avg"), rn(*sx))
 add_case("avg_pool2d", "exclude-pad", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
-         lambda x: np_pool2d(x, 3, 2, 1, kind="avg", count_include_pad=False), rn((2, 2, 6, 7)))
+         lambda x: np_pool2d(x, 3, 2, 1, kind="avg", count_include_pad=False), rn(2, 2, 6, 7))
 for label, sx, pw, kw in [
         ("constant-int", (2, 3), 2, {}),
         ("constant-value-per-axis", (2, 3, 4), ((1, 0), (0, 2), (3, 1)), dict(value=1.5)),
@@ -144,7 +146,7 @@ for label, sx, pw, kw in [
         ("edge", (2, 3), ((2, 3), (0, 1)), dict(mode="edge")),
         ("edge-nchw", (2, 2, 3, 3), ((0, 0), (0, 0), (1, 2), (2, 0)), dict(mode="edge"))]:
     add_case("pad", label, lambda x, pw=pw, kw=kw: F.pad(x, pw, **kw),
-             lambda x, pw=pw, kw=kw: np_pad(x, pw, **kw), rn(sx))
+             lambda x, pw=pw, kw=kw: np_pad(x, pw, **kw), rn(*sx))
 # a 0-d array padded by zero widths is itself (fixed input: the cases after keep theirs)
 add_case("pad", "0d-zero-widths", lambda x: F.pad(x, (0, 0)), lambda x: np.pad(x, (0, 0)),
          np.array(0.3))
@@ -160,8 +162,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     case("conv2d", "stride-pad-groups",
          lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, groups=2),

@@ -1,11 +1,15 @@
 """Cases for minigrad/ops/elementwise.py: arithmetic with broadcasting, unary functions, where, clip, astype."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
@@ -15,43 +19,43 @@ BCAST = [((3, 4), (3, 4)), ((3, 1, 4), (5, 4)), ((), (2, 3)), ((2, 3), ()), ((4,
          ((2, 1, 3), (1, 4, 1))]
 for sa, sb in BCAST:
     sid = _sid(sa, sb)
-    add_case("add", sid, F.add, np.add, rn(sa), rn(sb))
-    add_case("sub", sid, F.sub, np.subtract, rn(sa), rn(sb))
-    add_case("mul", sid, F.mul, np.multiply, rn(sa), rn(sb))
-    add_case("div", sid, F.div, np.divide, rn(sa), away(sb, 0.5))
+    add_case("add", sid, F.add, np.add, rn(*sa), rn(*sb))
+    add_case("sub", sid, F.sub, np.subtract, rn(*sa), rn(*sb))
+    add_case("mul", sid, F.mul, np.multiply, rn(*sa), rn(*sb))
+    add_case("div", sid, F.div, np.divide, rn(*sa), away(sb, 0.5))
     add_case("maximum", sid, F.maximum, np.maximum, *separated(sa, sb))
     add_case("minimum", sid, F.minimum, np.minimum, *separated(sa, sb))
-    add_case("pow", "tensor-exp-" + sid, F.pow, np.power, pos(sa), rn(sb))
-_C34 = rn((3, 4))
-add_case("add", "const-array", lambda a: F.add(a, _C34), lambda a: a + _C34, rn((2, 3, 4)),
+    add_case("pow", "tensor-exp-" + sid, F.pow, np.power, pos(*sa), rn(*sb))
+_C34 = rn(3, 4)
+add_case("add", "const-array", lambda a: F.add(a, _C34), lambda a: a + _C34, rn(2, 3, 4),
          keeps_dtype=False)
-add_case("add", "python-scalar", lambda a: 2.5 + a, lambda a: 2.5 + a, rn((3,)))
-add_case("sub", "rsub-scalar", lambda a: 1.5 - a, lambda a: 1.5 - a, rn((2, 3)))
-add_case("mul", "self", lambda a: a * a, lambda a: a * a, rn((3, 2)))
+add_case("add", "python-scalar", lambda a: 2.5 + a, lambda a: 2.5 + a, rn(3))
+add_case("sub", "rsub-scalar", lambda a: 1.5 - a, lambda a: 1.5 - a, rn(2, 3))
+add_case("mul", "self", lambda a: a * a, lambda a: a * a, rn(3, 2))
 add_case("div", "rdiv-scalar", lambda a: 2.0 / a, lambda a: 2.0 / a, away((2, 3), 0.5))
 add_case("maximum", "vs-const", lambda a: F.maximum(a, 0.3), lambda a: np.maximum(a, 0.3),
          0.3 + away((2, 5), 0.05))
 add_case("minimum", "const-first", lambda a: F.minimum(_C34, a), lambda a: np.minimum(_C34, a),
          _C34 + away((2, 1, 4), 0.05), keeps_dtype=False)
 for e in (2, 3, 2.0, 0.5, -1.5, 0, 1):
-    add_case("pow", f"scalar-exp-{e!r}", lambda a, e=e: a ** e, lambda a, e=e: a ** e, pos((2, 3)))
-add_case("pow", "square-negative-base", lambda a: F.pow(a, 2), lambda a: a ** 2, rn((3, 3)))
-add_case("pow", "int-exp-negative-base", lambda a: a ** 3, lambda a: a ** 3, rn((4,)))
-add_case("pow", "scalar-base", lambda b: 2.0 ** b, lambda b: 2.0 ** b, rn((2, 3)))
-add_case("pow", "const-array-exp", lambda a: F.pow(a, _C34), lambda a: a ** _C34, pos((2, 1, 4)),
+    add_case("pow", f"scalar-exp-{e!r}", lambda a, e=e: a ** e, lambda a, e=e: a ** e, pos(2, 3))
+add_case("pow", "square-negative-base", lambda a: F.pow(a, 2), lambda a: a ** 2, rn(3, 3))
+add_case("pow", "int-exp-negative-base", lambda a: a ** 3, lambda a: a ** 3, rn(4))
+add_case("pow", "scalar-base", lambda b: 2.0 ** b, lambda b: 2.0 ** b, rn(2, 3))
+add_case("pow", "const-array-exp", lambda a: F.pow(a, _C34), lambda a: a ** _C34, pos(2, 1, 4),
          keeps_dtype=False)
 
 # ---- elementwise, unary ----------------------------------------------------------------------
 UNARY_SHAPES = [(), (5,), (2, 3, 4)]
 for s in UNARY_SHAPES:
     sid = _sid(s)
-    add_case("neg", sid, F.neg, np.negative, rn(s))
-    add_case("exp", sid, F.exp, np.exp, rn(s))
-    add_case("log", sid, F.log, np.log, pos(s))
-    add_case("sqrt", sid, F.sqrt, np.sqrt, pos(s))
-    add_case("tanh", sid, F.tanh, np.tanh, rn(s))
+    add_case("neg", sid, F.neg, np.negative, rn(*s))
+    add_case("exp", sid, F.exp, np.exp, rn(*s))
+    add_case("log", sid, F.log, np.log, pos(*s))
+    add_case("sqrt", sid, F.sqrt, np.sqrt, pos(*s))
+    add_case("tanh", sid, F.tanh, np.tanh, rn(*s))
     add_case("abs", sid, F.abs, np.abs, away(s))
-    add_case("sigmoid", sid, F.sigmoid, sp.expit, rn(s) * 3)
+    add_case("sigmoid", sid, F.sigmoid, sp.expit, rn(*s) * 3)
     add_case("relu", sid, F.relu, lambda a: np.maximum(a, 0.0), away(s))
 add_case("sigmoid", "large", F.sigmoid, sp.expit, np.array([-40.0, -12.0, 0.3, 15.0, 40.0]))
 add_case("tanh", "large", F.tanh, np.tanh, np.array([-8.0, -3.0, 0.1, 4.0]))
@@ -60,12 +64,12 @@ add_case("tanh", "large", F.tanh, np.tanh, np.array([-8.0, -3.0, 0.1, 4.0]))
 WHERE = [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (4,)), ((2, 1, 3), (3,), (4, 1)),
          ((4,), (), (2, 1))]
 for sc, sa, sb in WHERE:
-    add_case("where", _sid(sc, sa, sb), F.where, np.where, _rng.random(sc) > 0.5, rn(sa), rn(sb))
+    add_case("where", _sid(sc, sa, sb), F.where, np.where, _rng.random(sc) > 0.5, rn(*sa), rn(*sb))
 _mask = _rng.random((3, 4)) > 0.5
 add_case("where", "tensor-cond", lambda a, b: F.where(mg.Tensor(_mask), a, b),
-         lambda a, b: np.where(_mask, a, b), rn((3, 4)), rn((4,)))
+         lambda a, b: np.where(_mask, a, b), rn(3, 4), rn(4))
 add_case("where", "scalar-branch", lambda a: F.where(_mask, a, 0.0),
-         lambda a: np.where(_mask, a, 0.0), rn((3, 4)))
+         lambda a: np.where(_mask, a, 0.0), rn(3, 4))
 
 _clip_x = away((3, 4), 0.05)  # |x| >= 0.05 and |x - 0.5| checked below: no element at a bound
 _clip_x[np.abs(_clip_x - 0.5) < 0.05] += 0.2
@@ -85,10 +89,10 @@ add_case("clip", "bounds-broadcast-beyond-input", lambda a: F.clip(a, _wide_lo, 
                                                        [0.5, -0.5, 2.0, 0.0],
                                                        [-2.0, 0.7, 0.2, -0.05]]),
          keeps_dtype=False)
-add_case("astype", "f64-to-f64", lambda a: F.astype(a, np.float64), lambda a: a, rn((2, 3)),
+add_case("astype", "f64-to-f64", lambda a: F.astype(a, np.float64), lambda a: a, rn(2, 3),
          keeps_dtype=False)
 add_case("astype", "f64-to-f32-roundtrip", lambda a: F.astype(F.astype(a, np.float32), np.float64),
-         lambda a: a.astype(np.float32).astype(np.float64), rn((2, 3)),
+         lambda a: a.astype(np.float32).astype(np.float64), rn(2, 3),
          gc=dict(eps=1e-2, atol=1e-4, rtol=1e-3), keeps_dtype=False)
 
 
@@ -100,11 +104,9 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
-    def pos(*shape):
-        return np.asarray(rng.uniform(0.5, 2.0, shape))
+    pos = partial(helpers.uniform, rng, 0.5, 2.0)
 
     def _ti(a):  # an index / label array as a torch tensor
         return torch.as_tensor(a)

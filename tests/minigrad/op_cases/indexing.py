@@ -6,17 +6,18 @@ inputs come from this module's own generator, so the other families' inputs do n
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from minigrad import F
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
+
 from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1414)
-
-
-def rn(shape):
-    return np.asarray(_rng.standard_normal(shape))
+rn = partial(helpers.rn, _rng)
 
 
 # ---- take_along_axis / put_along_axis ---------------------------------------------------------
@@ -29,7 +30,7 @@ for label, shape, idx, axis in [("rows-repeats", (4, 4), _idx_rows, 0),
                                 ("flat", (2, 3), np.array([5, 0, 0, 3]), None)]:
     add_case("take_along_axis", label,
              lambda a, i=idx, ax=axis: F.take_along_axis(a, i, ax),
-             lambda a, i=idx, ax=axis: np.take_along_axis(a, i, ax), rn(shape))
+             lambda a, i=idx, ax=axis: np.take_along_axis(a, i, ax), rn(*shape))
 
 
 def np_put_loop(a, idx, values, axis):
@@ -52,10 +53,10 @@ for label, a_shape, idx, v_shape, axis in [("unique", (3, 4), _put_unique, (3, 2
                                            ("axis0", (3, 2), np.array([[2, 0]]), (1, 2), 0)]:
     add_case("put_along_axis", label,
              lambda a, v, i=idx, ax=axis: F.put_along_axis(a, i, v, ax),
-             lambda a, v, i=idx, ax=axis: np_put_loop(a, i, v, ax), rn(a_shape), rn(v_shape))
+             lambda a, v, i=idx, ax=axis: np_put_loop(a, i, v, ax), rn(*a_shape), rn(*v_shape))
 add_case("put_along_axis", "scalar-value",
          lambda a: F.put_along_axis(a, _put_repeat, 0.5, 1),
-         lambda a: np_put_loop(a, _put_repeat, 0.5, 1), rn((2, 4)))
+         lambda a: np_put_loop(a, _put_repeat, 0.5, 1), rn(2, 4))
 
 # ---- diagonal / trace -------------------------------------------------------------------------
 
@@ -74,19 +75,19 @@ for shape, offset, a1, a2 in [((4, 4), 0, 0, 1), ((3, 5), 2, 0, 1), ((5, 3), -1,
                               ((2, 3, 4), 1, 2, 0), ((3, 2, 3), 0, -1, 0)]:
     lbl = f"{_sid(shape)}-off{offset}-ax{a1},{a2}"
     add_case("diagonal", lbl, lambda a, o=offset, x=a1, y=a2: F.diagonal(a, o, x, y),
-             lambda a, o=offset, x=a1, y=a2: np_diagonal_loop(a, o, x, y), rn(shape))
+             lambda a, o=offset, x=a1, y=a2: np_diagonal_loop(a, o, x, y), rn(*shape))
     add_case("trace", lbl, lambda a, o=offset, x=a1, y=a2: F.trace(a, o, x, y),
-             lambda a, o=offset, x=a1, y=a2: np_diagonal_loop(a, o, x, y).sum(-1), rn(shape))
+             lambda a, o=offset, x=a1, y=a2: np_diagonal_loop(a, o, x, y).sum(-1), rn(*shape))
 
 # ---- moveaxis, flip, roll ---------------------------------------------------------------------
 for src, dst in [(0, -1), (-1, 0), ((0, 1), (2, 0)), ([2], [1])]:
     add_case("moveaxis", f"{src}->{dst}", lambda a, s=src, d=dst: F.moveaxis(a, s, d),
-             lambda a, s=src, d=dst: np.moveaxis(a, s, d), rn((2, 3, 4)))
+             lambda a, s=src, d=dst: np.moveaxis(a, s, d), rn(2, 3, 4))
 for axis in [None, 0, -1, (0, 2)]:
     add_case("flip", f"{axis}", lambda a, ax=axis: F.flip(a, ax),
              lambda a, ax=axis: a[tuple(slice(None, None, -1) if ax is None or i in
                                          np.atleast_1d(ax) % 3 else slice(None)
-                                         for i in range(3))], rn((2, 3, 4)))
+                                         for i in range(3))], rn(2, 3, 4))
 for shift, axis in [(2, None), (-1, 0), (5, -1), ((1, -2), (0, 2)), ((1, 2), (1, 1))]:
     def np_roll_loop(a, shift=shift, axis=axis):
         """out[(i + shift) mod n] = a[i] by index arithmetic, axis by axis."""
@@ -99,12 +100,12 @@ for shift, axis in [(2, None), (-1, 0), (5, -1), ((1, -2), (0, 2)), ((1, 2), (1,
         return out
 
     add_case("roll", f"{shift}-axis={axis}", lambda a, s=shift, ax=axis: F.roll(a, s, ax),
-             np_roll_loop, rn((2, 3, 4)))
+             np_roll_loop, rn(2, 3, 4))
 
 # ---- tile, repeat -----------------------------------------------------------------------------
 for shape, reps in [((2, 3), (2, 1)), ((3,), (2, 2)), ((2, 1, 3), 3), ((2, 3), (1, 2, 3))]:
     add_case("tile", f"{_sid(shape)}-{reps}", lambda a, r=reps: F.tile(a, r),
-             lambda a, r=reps: np.tile(a, r), rn(shape))
+             lambda a, r=reps: np.tile(a, r), rn(*shape))
 
 
 def np_repeat_loop(a, repeats, axis):
@@ -120,7 +121,7 @@ for shape, repeats, axis in [((2, 3), 2, None), ((2, 3), 3, 1), ((3, 2), np.arra
                              ((2, 4), np.array([1, 0, 3, 2]), -1), ((2, 3), np.array([2]), 0)]:
     add_case("repeat", f"{_sid(shape)}-{np.asarray(repeats).tolist()}-axis={axis}",
              lambda a, r=repeats, ax=axis: F.repeat(a, r, ax),
-             lambda a, r=repeats, ax=axis: np_repeat_loop(a, r, ax), rn(shape))
+             lambda a, r=repeats, ax=axis: np_repeat_loop(a, r, ax), rn(*shape))
 
 # ---- tril, triu -------------------------------------------------------------------------------
 
@@ -133,9 +134,9 @@ def np_triangle_loop(a, k, lower):
 
 for shape, k in [((4, 4), 0), ((3, 5), 1), ((2, 4, 3), -1), ((3, 3), -5)]:
     add_case("tril", f"{_sid(shape)}-k{k}", lambda a, k=k: F.tril(a, k),
-             lambda a, k=k: np_triangle_loop(a, k, True), rn(shape))
+             lambda a, k=k: np_triangle_loop(a, k, True), rn(*shape))
     add_case("triu", f"{_sid(shape)}-k{k}", lambda a, k=k: F.triu(a, k),
-             lambda a, k=k: np_triangle_loop(a, k, False), rn(shape))
+             lambda a, k=k: np_triangle_loop(a, k, False), rn(*shape))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -149,8 +150,7 @@ def _torch_references(torch, add):
     def case(*args):  # float64 and float32, tolerances from the dtype
         add(*args, dtypes=(np.float64, np.float32))
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _ti(a):  # an index / label array as a torch tensor
         return torch.as_tensor(a)

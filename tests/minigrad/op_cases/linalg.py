@@ -1,11 +1,13 @@
 """Cases for minigrad/ops/linalg.py: matmul over every rank combination, linear."""
 from __future__ import annotations
 
-import numpy as np
-import scipy.special as sp
+from functools import partial
 
-import minigrad as mg
+import numpy as np
+
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
@@ -16,15 +18,15 @@ MATMUL = [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((2, 3, 4), (4,)), ((4,)
           ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (1, 4, 2)), ((4,), (2, 1, 4, 3)),
           ((2, 1, 3, 4), (4,))]
 for sa, sb in MATMUL:
-    add_case("matmul", _sid(sa, sb), F.matmul, np.matmul, rn(sa), rn(sb))
-add_case("matmul", "operator", lambda a, b: a @ b, np.matmul, rn((2, 3)), rn((3, 2)))
-add_case("matmul", "same-tensor", lambda a: a @ a, lambda a: a @ a, rn((3, 3)))
+    add_case("matmul", _sid(sa, sb), F.matmul, np.matmul, rn(*sa), rn(*sb))
+add_case("matmul", "operator", lambda a, b: a @ b, np.matmul, rn(2, 3), rn(3, 2))
+add_case("matmul", "same-tensor", lambda a: a @ a, lambda a: a @ a, rn(3, 3))
 for sx in [(4,), (3, 4), (2, 3, 4), (2, 1, 3, 4)]:
     add_case("linear", _sid(sx) + "-bias", F.linear, lambda x, w, b: x @ w + b,
-             rn(sx), rn((4, 5)), rn((5,)))
-    add_case("linear", _sid(sx), lambda x, w: F.linear(x, w), np.matmul, rn(sx), rn((4, 5)))
+             rn(*sx), rn(4, 5), rn(5))
+    add_case("linear", _sid(sx), lambda x, w: F.linear(x, w), np.matmul, rn(*sx), rn(4, 5))
 add_case("linear", "strided-x", lambda x, w, b: F.linear(x.transpose(1, 0, 2), w, b),
-         lambda x, w, b: x.transpose(1, 0, 2) @ w + b, rn((3, 2, 4)), rn((4, 5)), rn((5,)))
+         lambda x, w, b: x.transpose(1, 0, 2) @ w + b, rn(3, 2, 4), rn(4, 5), rn(5))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -35,8 +37,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     for sa, sb in [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((2, 3, 4), (4,)),
                    ((4,), (2, 4, 3)),

@@ -5,10 +5,14 @@ row by row in NumPy/SciPy. Class weights and pos_weight are constants (closures)
 no gradient; every floating input of a case does."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import add_case, torch_table
 
@@ -16,8 +20,7 @@ _rng = np.random.default_rng(2814)  # this family's own inputs (see base.py)
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def rn(*shape):
-    return np.asarray(_rng.standard_normal(shape))
+rn = partial(helpers.rn, _rng)
 
 
 def _reduce(loss, reduction, count=None):
@@ -186,8 +189,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _ti(a):  # an index / label array as a torch tensor
         return torch.as_tensor(a)
@@ -198,15 +200,6 @@ def _torch_references(torch, add):
     _nll_y, _nll_w = np.array([2, -100, 0, 1]), np.array([0.5, 2.0, 1.5])
     case("nll_loss", "weight-ignore", lambda a: F.nll_loss(a, _nll_y, weight=_nll_w),
          lambda a: TF.nll_loss(a, _ti(_nll_y), weight=torch.from_numpy(_nll_w)), rn(4, 3))
-
-
-def close_32_ulps(got, want, dtype):
-    """Within 32 ulps of the dtype at the largest magnitude compared (tests/ulps.py). Measured
-    on this machine: at most 2.9 ulps over every case of the builders below, float32 and
-    float64."""
-    from ulps import assert_close_ulps  # tests/ is on sys.path (tests/conftest.py)
-
-    assert_close_ulps(got, np.asarray(want, dtype=np.float64).astype(dtype), 32, dtype=dtype)
 
 
 @torch_table
@@ -221,8 +214,7 @@ def _torch_every_argument(torch, add):
     OPS = ("mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "cross_entropy",
            "bce")  # bce: binary_cross_entropy_with_logits
 
-    def rn(*shape, scale=1.0):
-        return np.asarray(rng.standard_normal(shape) * scale)
+    rn = partial(helpers.rn, rng)
 
     def case(label, fn, torch_fn, *arrays):
         """``label`` starts with the op's name; float64 and float32, within 32 ulps, and no
@@ -230,7 +222,7 @@ def _torch_every_argument(torch, add):
         op = max((o for o in OPS if label.startswith(o)), key=len)
         name = "binary_cross_entropy_with_logits" if op == "bce" else op
         add(name, label[len(op) + 1:] or "plain", fn, torch_fn, *arrays,
-            dtypes=(np.float64, np.float32), close=close_32_ulps, fp_strict=True)
+            dtypes=(np.float64, np.float32), close=helpers.close_32_ulps, fp_strict=True)
 
     def tw(w, like):
         """A NumPy weight as a torch tensor of ``like``'s dtype (torch does not promote them)."""

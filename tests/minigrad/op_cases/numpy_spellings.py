@@ -5,19 +5,17 @@ tests/minigrad/engine/test_numpy_api_spellings.py; engine/test_numpy_api.py's ta
 counts them. Not an op family (see __init__.py)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from minigrad import F
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
+
 RNG = np.random.default_rng(1407)
-
-
-def rn(*shape):
-    return RNG.standard_normal(shape)
-
-
-def uni(lo, hi, *shape):
-    return RNG.uniform(lo, hi, shape)
+rn = partial(helpers.rn, RNG)
+uni = partial(helpers.uniform, RNG)
 
 
 def _unary(ufunc, op, make=rn):

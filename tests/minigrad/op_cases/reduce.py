@@ -7,11 +7,14 @@ norm's vector orders and the Frobenius norm. References are formulas, not the op
 function where a plainer one exists."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.special as sp
 
-import minigrad as mg
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
@@ -26,17 +29,17 @@ for axis in AXES:
             add_case(name, label, lambda a, f=getattr(F, name), axis=axis, kd=kd:
                      f(a, axis=axis, keepdims=kd),
                      lambda a, npf=npf, axis=axis, kd=kd: npf(a, axis=axis, keepdims=kd),
-                     rn((2, 3, 4)))
+                     rn(2, 3, 4))
         for ddof in (0, 1):
             add_case("var", f"{label}-ddof={ddof}",
                      lambda a, ax=axis, kd=kd, dd=ddof: F.var(a, axis=ax, ddof=dd, keepdims=kd),
                      lambda a, ax=axis, kd=kd, dd=ddof: np.var(a, axis=ax, ddof=dd, keepdims=kd),
-                     rn((2, 3, 4)))
+                     rn(2, 3, 4))
 for name in ("sum", "mean", "max", "min", "var"):
     f, npf = getattr(F, name), getattr(np, name)
-    add_case(name, "0d", lambda a, f=f: f(a), lambda a, npf=npf: npf(a), rn(()))
+    add_case(name, "0d", lambda a, f=f: f(a), lambda a, npf=npf: npf(a), rn())
     add_case(name, "1d-axis0", lambda a, f=f: f(a, axis=0), lambda a, npf=npf: npf(a, axis=0),
-             rn((5,)))
+             rn(5))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -47,8 +50,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _dims(axis, ndim):
         return tuple(range(ndim)) if axis is None else axis
@@ -81,10 +83,7 @@ def _torch_references(torch, add):
 
 # ---- std, prod, norm ------------------------------------------------------------------------
 _rng_a = np.random.default_rng(1404)  # this family's own inputs (see base.py)
-
-
-def rn_a(*shape):
-    return np.asarray(_rng_a.standard_normal(shape))
+rn_a = partial(helpers.rn, _rng_a)
 
 
 def _std(a, axis=None, ddof=0, keepdims=False):
@@ -153,8 +152,7 @@ def _torch_references_std_prod_norm(torch, add):
 
     case = add  # float64
 
-    def rn_a(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn_a = partial(helpers.rn, rng)
 
     def _dims(axis, ndim):
         return tuple(range(ndim)) if axis is None else axis
@@ -198,8 +196,8 @@ for axis in [None, 0, -1, (0, 2)]:
     for kd in (False, True):
         add_case("logsumexp", f"axis={axis}-keepdims={kd}",
                  lambda a, ax=axis, kd=kd: F.logsumexp(a, axis=ax, keepdims=kd),
-                 lambda a, ax=axis, kd=kd: sp.logsumexp(a, axis=ax, keepdims=kd), rn((2, 3, 4)))
-add_case("logsumexp", "0d", F.logsumexp, sp.logsumexp, rn(()))
+                 lambda a, ax=axis, kd=kd: sp.logsumexp(a, axis=ax, keepdims=kd), rn(2, 3, 4))
+add_case("logsumexp", "0d", F.logsumexp, sp.logsumexp, rn())
 # rows with equal maxima: the gradient splits evenly among them (fixed inputs: no draw from
 # the shared generator, so the cases after these keep their inputs)
 add_case("logsumexp", "equal-maxima", lambda a: F.logsumexp(a, axis=-1),
@@ -213,8 +211,7 @@ def _torch_references_logsumexp(torch, add):
     rng = np.random.default_rng(9906)
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _dims(axis, ndim):
         return tuple(range(ndim)) if axis is None else axis

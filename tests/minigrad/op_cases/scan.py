@@ -3,18 +3,19 @@ cumprod is linear in each input, so finite differences are exact there too), lar
 logcumsumexp. References are explicit loops over the prefixes, not NumPy's scans."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
+
 from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1403)  # this family's own inputs (see base.py)
-
-
-def rn(*shape):
-    return np.asarray(_rng.standard_normal(shape))
+rn = partial(helpers.rn, _rng)
 
 
 def _prefixes(reduce):
@@ -70,8 +71,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     _zeros = rn(4, 5)
     _zeros[0, 2] = 0.0

@@ -1,11 +1,14 @@
 """Cases for minigrad/ops/shape.py: reshape, transposes, indexing of every kind, joins and splits."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
-import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
+
+import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
@@ -13,28 +16,28 @@ from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  #
 # ---- shape ops ------------------------------------------------------------------------------
 for shape in [(6, 4), (-1,), (4, 1, 6), (2, -1, 3)]:
     add_case("reshape", _sid(shape), lambda a, s=shape: F.reshape(a, s),
-             lambda a, s=shape: np.reshape(a, s), rn((2, 3, 4)))
-add_case("reshape", "0d", lambda a: F.reshape(a, (1, 1)), lambda a: a.reshape(1, 1), rn(()))
+             lambda a, s=shape: np.reshape(a, s), rn(2, 3, 4))
+add_case("reshape", "0d", lambda a: F.reshape(a, (1, 1)), lambda a: a.reshape(1, 1), rn())
 for axes in [None, (1, 0, 2), (2, 0, 1), (-1, 0, -2)]:
     add_case("transpose", f"{axes}", lambda a, ax=axes: F.transpose(a, ax),
-             lambda a, ax=axes: np.transpose(a, ax), rn((2, 3, 4)))
-add_case("transpose", "2d", F.transpose, np.transpose, rn((3, 5)))
+             lambda a, ax=axes: np.transpose(a, ax), rn(2, 3, 4))
+add_case("transpose", "2d", F.transpose, np.transpose, rn(3, 5))
 add_case("permute", "varargs", lambda a: F.permute(a, 2, 0, 1),
-         lambda a: np.transpose(a, (2, 0, 1)), rn((2, 3, 4)))
+         lambda a: np.transpose(a, (2, 0, 1)), rn(2, 3, 4))
 add_case("permute", "tuple", lambda a: F.permute(a, (1, 2, 0)),
-         lambda a: np.transpose(a, (1, 2, 0)), rn((2, 3, 4)))
+         lambda a: np.transpose(a, (1, 2, 0)), rn(2, 3, 4))
 for a1, a2 in [(0, 2), (-1, 0), (1, 1), (0, 1)]:
     add_case("swapaxes", f"{a1},{a2}", lambda a, a1=a1, a2=a2: F.swapaxes(a, a1, a2),
-             lambda a, a1=a1, a2=a2: np.swapaxes(a, a1, a2), rn((2, 3, 4)))
+             lambda a, a1=a1, a2=a2: np.swapaxes(a, a1, a2), rn(2, 3, 4))
 for axis in [0, -1, 1, (0, 2)]:
     add_case("expand_dims", f"{axis}", lambda a, ax=axis: F.expand_dims(a, ax),
-             lambda a, ax=axis: np.expand_dims(a, ax), rn((3, 4)))
+             lambda a, ax=axis: np.expand_dims(a, ax), rn(3, 4))
 for axis in [None, 0, -2, (0, 2)]:
     add_case("squeeze", f"{axis}", lambda a, ax=axis: F.squeeze(a, ax),
-             lambda a, ax=axis: np.squeeze(a, ax), rn((1, 3, 1, 4)))
+             lambda a, ax=axis: np.squeeze(a, ax), rn(1, 3, 1, 4))
 for s_in, s_out in [((3, 1), (2, 3, 4)), ((4,), (3, 4)), ((), (2, 2)), ((2, 1, 3), (2, 5, 3))]:
     add_case("broadcast_to", _sid(s_in, s_out), lambda a, s=s_out: F.broadcast_to(a, s),
-             lambda a, s=s_out: np.broadcast_to(a, s), rn(s_in))
+             lambda a, s=s_out: np.broadcast_to(a, s), rn(*s_in))
 
 _bool = np.array([[True, False, True, True], [False, False, True, False],
                   [True, True, False, True]])
@@ -51,24 +54,24 @@ INDICES = {
     "slice-and-bool": (slice(0, 2), np.array([True, False, False, True])),
 }
 for label, idx in INDICES.items():
-    add_case("getitem", label, lambda a, i=idx: a[i], lambda a, i=idx: a[i], rn((3, 4)))
+    add_case("getitem", label, lambda a, i=idx: a[i], lambda a, i=idx: a[i], rn(3, 4))
 add_case("getitem", "tensor-index-repeats", lambda a: a[mg.Tensor(np.array([2, 2, 0]))],
-         lambda a: a[np.array([2, 2, 0])], rn((3, 4)))
+         lambda a: a[np.array([2, 2, 0])], rn(3, 4))
 add_case("getitem", "tensor-bool-mask", lambda a: F.getitem(a, mg.Tensor(_bool)),
-         lambda a: a[_bool], rn((3, 4)))
+         lambda a: a[_bool], rn(3, 4))
 add_case("getitem", "tuple-with-tensor", lambda a: a[1:, mg.Tensor(np.array([0, 0]))],
-         lambda a: a[1:, np.array([0, 0])], rn((3, 4)))
+         lambda a: a[1:, np.array([0, 0])], rn(3, 4))
 
-_K = rn((2, 2, 4))
+_K = rn(2, 2, 4)
 for axis, shapes in [(0, [(2, 3, 4), (1, 3, 4), (3, 3, 4)]), (1, [(2, 1, 4), (2, 3, 4), (2, 2, 4)]),
                      (-1, [(2, 3, 1), (2, 3, 2), (2, 3, 3)])]:
     add_case("concatenate", f"axis={axis}", lambda a, b, c, ax=axis: F.concatenate([a, b, c], ax),
-             lambda a, b, c, ax=axis: np.concatenate([a, b, c], ax), *[rn(s) for s in shapes])
+             lambda a, b, c, ax=axis: np.concatenate([a, b, c], ax), *[rn(*s) for s in shapes])
 add_case("concatenate", "with-constant", lambda a: F.concatenate((_K, a), axis=1),
-         lambda a: np.concatenate((_K, a), axis=1), rn((2, 3, 4)), keeps_dtype=False)
+         lambda a: np.concatenate((_K, a), axis=1), rn(2, 3, 4), keeps_dtype=False)
 for axis in [0, 1, 2, -1, -2]:
     add_case("stack", f"axis={axis}", lambda a, b, c, ax=axis: F.stack([a, b, c], ax),
-             lambda a, b, c, ax=axis: np.stack([a, b, c], ax), rn((3, 4)), rn((3, 4)), rn((3, 4)))
+             lambda a, b, c, ax=axis: np.stack([a, b, c], ax), rn(3, 4), rn(3, 4), rn(3, 4))
 
 
 def _weighted(pieces):
@@ -84,7 +87,7 @@ for how, axis in [(2, 0), (3, 1), (2, -1), ([1, 3], 2), ([2], -2)]:
         pieces = np.split(a, how, axis)
         return np.concatenate([p.reshape(-1) * (i + 1) for i, p in enumerate(pieces)])
 
-    add_case("split", f"{how}-axis={axis}", fn, ref, rn((2, 3, 4)))
+    add_case("split", f"{how}-axis={axis}", fn, ref, rn(2, 3, 4))
 
 
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
@@ -95,8 +98,7 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
     def _ti(a):  # an index / label array as a torch tensor
         return torch.as_tensor(a)

@@ -5,21 +5,19 @@ where the finite difference of a step is 0 too. References are NumPy/SciPy spell
 than the op's own where one exists."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from minigrad import F
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
+
 from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(1402)  # this family's own inputs (see base.py)
-
-
-def rn(*shape):
-    return np.asarray(_rng.standard_normal(shape))
-
-
-def uni(lo, hi, *shape):
-    return np.asarray(_rng.uniform(lo, hi, shape))
+rn = partial(helpers.rn, _rng)
+uni = partial(helpers.uniform, _rng)
 
 
 def off_grid(*shape, lo=0.1, hi=0.9, step=1.0):
@@ -113,11 +111,9 @@ def _torch_references(torch, add):
 
     case = add  # float64
 
-    def rn(*shape):
-        return np.asarray(rng.standard_normal(shape))
+    rn = partial(helpers.rn, rng)
 
-    def uni(lo, hi, *shape):
-        return np.asarray(rng.uniform(lo, hi, shape))
+    uni = partial(helpers.uniform, rng)
 
     _names = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
               "arctanh": "atanh"}

@@ -1,24 +1,25 @@
 """The activations of ops/activations.py where finite differences cannot look: exactly at
 the kinks (the gradient there is a convention: torch's, derived by hand below), at torch's
-softplus threshold, at large inputs in float32, and in the far tail of the exact gelu.
+softplus threshold, at large inputs in float32, and in the far tail of the exact gelu;
+softmax, log_softmax and gelu_tanh against the same functions composed from primitive ops
+(values and gradients for a random cotangent, float64, to ~1e-12), and softmax and
+log_softmax against SciPy, finite and right for logits of magnitude 1e4.
 Against PyTorch for every argument: op_cases/activations.py (ops/test_all_ops_torch.py)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pytest
+import scipy.special as sp
 
-import minigrad as mg
 from minigrad import F
 
+from helpers import (assert_same_function, c_gelu_tanh, c_log_softmax, c_softmax, grad_of,
+                     value_and_grads)
+
 F32, F64 = np.float32, np.float64
-
-
-def grad_of(fn, x, dtype=F64, cot=None):
-    t = mg.Tensor(np.asarray(x, dtype=dtype), requires_grad=True)
-    out = fn(t)
-    out.backward(np.ones(out.shape, dtype) if cot is None else np.asarray(cot, dtype))
-    return out.data, t.grad
+RNG = np.random.default_rng(7)
 
 
 # ---- kinks: the gradient exactly there ------------------------------------------------------
@@ -65,3 +66,39 @@ def test_gelu_exact_in_the_far_tail_is_not_zero():
     expected = -10 * 0.5 * math.erfc(10 / math.sqrt(2))
     np.testing.assert_allclose(y, [expected], rtol=1e-13)
     assert g[0] != 0 and np.isfinite(g[0])
+
+
+# ---- softmax, log_softmax and gelu_tanh against their compositions --------------------------
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4), -1), ((2, 3, 4), 0), ((2, 3, 4), 1), ((5,), 0)])
+def test_softmax_family_equals_composition(shape, axis):
+    x = RNG.standard_normal(shape) * 3
+    assert_same_function(lambda t: F.softmax(t, axis=axis), lambda t: c_softmax(t, axis), [x])
+    assert_same_function(lambda t: F.log_softmax(t, axis=axis), lambda t: c_log_softmax(t, axis),
+                         [x])
+
+
+def test_gelu_tanh_equals_composition():
+    x = np.concatenate([RNG.standard_normal(20) * 3, [0.0, -8.0, 8.0, 1e-3]])
+    assert_same_function(F.gelu_tanh, c_gelu_tanh, [x.reshape(4, 6)])
+
+
+# ---- softmax and log_softmax against SciPy, large logits ------------------------------------
+def _softmax_vjp(y, g, axis):
+    return y * (g - np.sum(g * y, axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e4, -1e4])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax_family_matches_scipy(scale, axis):
+    x = RNG.standard_normal((3, 4, 5)) * scale
+    x[0, 0] = scale  # a row of equal (huge) values
+    y = sp.softmax(x, axis=axis)
+    v, (g,), cot = value_and_grads(lambda t: F.softmax(t, axis=axis), [x])
+    np.testing.assert_allclose(v, y, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(g, _softmax_vjp(y, cot, axis), rtol=1e-9, atol=1e-12)
+    v, (g,), cot = value_and_grads(lambda t: F.log_softmax(t, axis=axis), [x])
+    np.testing.assert_allclose(v, sp.log_softmax(x, axis=axis), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g, cot - y * cot.sum(axis=axis, keepdims=True), rtol=1e-9,
+                               atol=1e-12)
+    for t in (v, g):
+        assert np.all(np.isfinite(t))

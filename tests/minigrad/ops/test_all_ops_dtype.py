@@ -2,15 +2,20 @@
 
 float32 in -> float32 out and float32 gradients (no silent float64 promotion), float64
 stays float64, Python scalars do not promote, and no op writes into its inputs (forward
-or backward).
+or backward). Bool inputs: every op computes with them or refuses them with our message
+(negating or subtracting masks is refused; composite float ops take them as 0 and 1 in
+float64).
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
+from minigrad.ops import PUBLIC_OPS
+from op_cases.catalogs import bool_catalog  # the catalog: tests/minigrad/op_cases/
 
 
 def _run(case, dtype, seed=0):
@@ -130,3 +135,52 @@ def test_cast_between_floats_is_differentiable_and_casts_back():
     (y * np.array([0.1, 0.2])).sum().backward()
     assert x.grad.dtype == np.float32
     np.testing.assert_allclose(x.grad, [0.1, 0.2], rtol=1e-7)
+
+
+# ---- bool inputs ----------------------------------------------------------------------------
+MASK = np.array([[True, False, True], [False, False, True]])
+
+
+@pytest.mark.parametrize("fn", [F.neg, lambda t: -t, lambda t: F.sub(t, t), lambda t: t - t],
+                         ids=["neg", "unary-minus", "sub", "minus"])
+def test_negating_or_subtracting_masks_is_refused_with_our_message(fn):
+    with pytest.raises(TypeError) as info:
+        fn(mg.Tensor(MASK))
+    msg = str(info.value)
+    assert msg.startswith(("neg", "sub")) and "bool" in msg and "logical" in msg
+
+
+def _float64_of_mask():
+    return MASK.astype(np.float64)
+
+
+@pytest.mark.parametrize("name,fn,ref", [
+    ("sigmoid", F.sigmoid, sp.expit),
+    ("log_softmax", F.log_softmax, lambda a: sp.log_softmax(a, axis=-1)),
+    ("log_softmax-0", lambda t: F.log_softmax(t, axis=0), lambda a: sp.log_softmax(a, axis=0)),
+    ("softmax-0", lambda t: F.softmax(t, axis=0), lambda a: sp.softmax(a, axis=0)),
+    ("softmax", F.softmax, lambda a: sp.softmax(a, axis=-1)),
+    ("logsumexp", F.logsumexp, sp.logsumexp),
+    ("logsumexp-1", lambda t: F.logsumexp(t, axis=1), lambda a: sp.logsumexp(a, axis=1)),
+    ("gelu_tanh", F.gelu_tanh, lambda a: 0.5 * a * (1 + np.tanh(
+        np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)))),
+])
+def test_composite_float_ops_compute_masks_as_0_and_1_in_float64(name, fn, ref):
+    out = fn(mg.Tensor(MASK))
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.data, ref(_float64_of_mask()), rtol=1e-13, atol=1e-15)
+
+
+def test_the_bool_catalog_covers_every_public_op():
+    assert set(bool_catalog()) == set(PUBLIC_OPS)
+
+
+@pytest.mark.parametrize("name", sorted(bool_catalog()))
+def test_every_op_on_bool_input_works_or_gives_our_message(name):
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = bool_catalog()[name]()
+    except (TypeError, ValueError) as e:  # ours names the op (or its argument) first
+        assert str(e).startswith(name), f"{name}: NumPy's message? {e}"
+        return
+    assert isinstance(out, mg.Tensor) and type(out.data) is np.ndarray

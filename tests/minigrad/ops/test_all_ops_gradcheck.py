@@ -18,10 +18,7 @@ from minigrad.ops import PUBLIC_OPS
 import op_cases  # the case table: one module per op family
 from op_cases import OP_CASES
 
-
-def _tensors(case, dtype=np.float64):
-    return [mg.Tensor(x.astype(dtype), requires_grad=True) if x.dtype.kind == "f" else x
-            for x in case.inputs]
+from helpers import leaves
 
 
 def test_every_public_op_has_gradcheck_cases():
@@ -42,7 +39,7 @@ def test_every_case_module_is_named_after_an_op_family():
 
 def test_value_matches_numpy_reference(mg_op_case):
     case = mg_op_case
-    out = case.fn(*_tensors(case))
+    out = case.fn(*leaves(case.inputs, np.float64))
     expected = np.asarray(case.ref(*case.inputs))
     assert isinstance(out, mg.Tensor)
     assert out.shape == expected.shape

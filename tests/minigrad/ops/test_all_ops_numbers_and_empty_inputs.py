@@ -3,7 +3,8 @@
 A number stands for a 0-d array wherever no array input of the op is an array (``F.sum(3.5)``
 is ``np.sum(3.5)``); next to an array it stays a weakly typed number (``x32 * 2.0`` stays
 float32). Expected values come from NumPy itself; empty reductions are refused only where
-NumPy refuses them (nothing to reduce for some output element).
+NumPy refuses them (nothing to reduce for some output element). Products and splits along an
+empty axis are NumPy's, values and gradients.
 """
 from __future__ import annotations
 
@@ -153,3 +154,75 @@ def test_squeeze_of_a_non_unit_axis_stays_a_value_error():
     with pytest.raises(ValueError, match="squeeze axis") as info:
         F.squeeze(np.ones((4, 3, 1)), 1)
     assert not isinstance(info.value, IndexError)
+
+
+# ---- empty products and splits --------------------------------------------------------------
+MATMUL_EMPTY = [((3, 4, 0), (0, 3)), ((2, 0), (0, 3)), ((0,), (0,)), ((0, 4), (4, 3)),
+                ((4, 0), (0,)), ((0,), (0, 3)), ((3, 4, 0), (0,)), ((0,), (2, 0, 3)),
+                ((2, 3, 0), (2, 0, 4)), ((2, 0, 4), (4, 3)), ((3, 4), (4, 0)),
+                ((0, 3, 4), (4, 2)), ((2, 3, 4), (4, 0)), ((2, 3, 0), (0, 0))]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_EMPTY, ids=lambda s: "x".join(map(str, s)) or "0d")
+def test_matmul_with_an_empty_axis_is_numpys_and_so_is_its_backward(sa, sb):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+    ta, tb = mg.Tensor(a, requires_grad=True), mg.Tensor(b, requires_grad=True)
+    out = ta @ tb
+    expected = a @ b
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.data, expected)  # zeros, or nothing at all
+    g = rng.standard_normal(expected.shape)
+    out.backward(g)
+    # out is linear in each operand: a's gradient at i is <g, e_i @ b>, with NumPy's matmul
+    np.testing.assert_allclose(ta.grad, _linear_grad(lambda e: e @ b, a.shape, g), atol=1e-12)
+    np.testing.assert_allclose(tb.grad, _linear_grad(lambda e: a @ e, b.shape, g), atol=1e-12)
+
+
+def _linear_grad(f, shape, g):
+    grad = np.zeros(shape)
+    for i in np.ndindex(*shape):
+        e = np.zeros(shape)
+        e[i] = 1.0
+        grad[i] = np.sum(g * f(e))
+    return grad
+
+
+@pytest.mark.parametrize("sx,n", [((2, 0), 3), ((0, 3), 2), ((2, 3, 0), 4)])
+def test_linear_with_an_empty_axis(sx, n):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(sx)
+    w, b = rng.standard_normal((sx[-1], n)), rng.standard_normal(n)
+    tx, tw, tb = (mg.Tensor(v, requires_grad=True) for v in (x, w, b))
+    out = F.linear(tx, tw, tb)
+    np.testing.assert_array_equal(out.data, x @ w + b)
+    g = rng.standard_normal(out.shape)
+    out.backward(g)
+    assert tx.grad.shape == x.shape and tw.grad.shape == w.shape
+    np.testing.assert_allclose(tb.grad, g.reshape(-1, n).sum(axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(tw.grad, _linear_grad(lambda e: x @ e, w.shape, g), atol=1e-12)
+    np.testing.assert_allclose(tx.grad, _linear_grad(lambda e: e @ w, x.shape, g), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,sections,axis", [((0,), 3, 0), ((0, 2), 1, 0), ((2, 0), 2, 1),
+                                                 ((3, 0, 2), 5, 1), ((0,), [0, 0], 0),
+                                                 ((0, 4), [1, 3], 0)])
+def test_split_along_an_empty_axis_is_numpys(shape, sections, axis):
+    x = np.zeros(shape)
+    t = mg.Tensor(x, requires_grad=True)
+    pieces = F.split(t, sections, axis=axis)
+    expected = np.split(x, sections, axis=axis)
+    assert [p.shape for p in pieces] == [e.shape for e in expected]
+    total = sum(F.sum(p) for p in pieces) + F.sum(t)
+    total.backward()
+    assert t.grad.shape == shape
+
+
+def test_split_into_sections_is_numpys_with_gradients():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 6))
+    pieces = F.split(mg.Tensor(x), 3, axis=1)
+    for p, e in zip(pieces, np.split(x, 3, axis=1)):
+        np.testing.assert_array_equal(p.data, e)
+    mg.gradcheck(lambda a: F.concatenate([p * (i + 1.0) for i, p in enumerate(F.split(a, 3, 1))],
+                                         axis=1), [x], raise_exception=True)

@@ -1,22 +1,27 @@
 """scaled_dot_product_attention's rules and errors, and self_attention's is_causal: causal
 self_attention against SDPA on the split heads, bool masks against the equivalent additive
 ones, bit-identical results across thread counts (docs/backward.md §12, §32); then both
-against PyTorch autograd for every mask kind (those tests skip without torch)."""
+against PyTorch autograd for every mask kind (those tests skip without torch). self_attention
+against the same function composed from primitive ops (values and gradients, float64, to
+~1e-12), and attention_weights as the softmax it uses."""
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pytest
+import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
 from minigrad.runtime import parallel
 from minigrad.ops.attention import attention_weights
 
+import helpers
+from helpers import assert_same_function, c_self_attention
+
 rng = np.random.default_rng(3234)
-
-
-def rn(*shape):
-    return rng.standard_normal(shape)
+rn = partial(helpers.rn, rng)
 
 
 def _heads(x, H):
@@ -62,21 +67,17 @@ def test_causal_attention_weights_are_lower_triangular_rows_of_one():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_causal_self_attention_matches_one_thread_bit_for_bit(monkeypatch, dtype):
+def test_causal_self_attention_matches_one_thread_bit_for_bit(threads, monkeypatch, dtype):
     monkeypatch.setattr(parallel, "PARALLEL_ELEMENTS", 1 << 15)
-    before = parallel.get_num_threads()
     x0 = (2 * rn(5, 97, 3 * 24)).astype(dtype)
     cot = rn(5, 97, 24).astype(dtype)
     results = []
-    try:
-        for n in (1, 2, 3):
-            parallel.set_num_threads(n)
-            x = mg.Tensor(x0.copy(), requires_grad=True)
-            y = F.self_attention(x, 2, is_causal=True)
-            y.backward(cot)
-            results.append((y.data, x.grad))
-    finally:
-        parallel.set_num_threads(before)
+    for n in (1, 2, 3):
+        threads(n)  # the fixture restores the thread count after the test
+        x = mg.Tensor(x0.copy(), requires_grad=True)
+        y = F.self_attention(x, 2, is_causal=True)
+        y.backward(cot)
+        results.append((y.data, x.grad))
     for y, g in results[1:]:
         np.testing.assert_array_equal(y, results[0][0])
         np.testing.assert_array_equal(g, results[0][1])
@@ -319,3 +320,24 @@ def test_causal_self_attention_matches_torch(B, T, D, H, scale, dtype):
     tout.backward(torch.from_numpy(cot))
     tol = tolerance(dtype, np.abs(xt.grad.numpy()).max())
     np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=tol, atol=tol)
+
+
+# ---- self_attention against its composition -------------------------------------------------
+@pytest.mark.parametrize("B,T,D,H,scale", [(2, 5, 8, 2, None), (3, 7, 12, 3, 0.25),
+                                         (1, 1, 4, 4, None), (40, 9, 16, 4, None)])
+def test_self_attention_equals_composition(B, T, D, H, scale):
+    # (40, 9, 16, 4): several batch blocks in the fused kernel
+    x = rn(B, T, 3 * D) * 2
+    assert_same_function(lambda t: F.self_attention(t, H, scale=scale),
+                         lambda t: c_self_attention(t, H, scale), [x])
+
+
+def test_self_attention_weights_are_the_softmax_it_uses():
+    from minigrad.ops.attention import attention_weights
+    x = rn(3, 6, 3 * 8)
+    a = attention_weights(x, 2)
+    q, k = (x[:, :, i * 8:(i + 1) * 8].reshape(3, 6, 2, 4).transpose(0, 2, 1, 3)
+            for i in range(2))
+    np.testing.assert_allclose(a, sp.softmax(q @ k.swapaxes(-1, -2) / 2.0, axis=-1),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(a.sum(axis=-1), 1.0, rtol=1e-12)

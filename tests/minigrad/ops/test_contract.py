@@ -3,17 +3,18 @@
 labels), and tensordot/outer/inner against their NumPy spellings."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
 
+import helpers
+
 rng = np.random.default_rng(1406)
-
-
-def rn(*shape):
-    return rng.standard_normal(shape)
+rn = partial(helpers.rn, rng)
 
 
 GRAMMAR = [  # (subscripts, shapes): values and shapes must be NumPy's

@@ -219,6 +219,7 @@ def test_every_keyword_combination_runs_on_a_tiny_input():
         assert out.shape == (1, 2, ho, wo)
 
 
+@pytest.mark.slow  # a benchmark run; conv's values and gradients: the rest of this file
 def test_cnn_step_benchmark_runs():
     """benchmarks/cnn_step.py end to end in its --quick mode (no timing is asserted)."""
     import os

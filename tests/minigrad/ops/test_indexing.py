@@ -1,6 +1,9 @@
 """The documented rules of the issue-14 indexing and shape ops, with hand-derived values:
 scatter-add in take_along_axis, last-write-wins in put_along_axis (values and gradients),
-tile/repeat sums, one_hot, and the errors for bad arguments (docs/backward.md §30, §31)."""
+tile/repeat sums, one_hot, and the errors for bad arguments (docs/backward.md §30, §31). An
+offset past the array is an empty diagonal (or a full / empty triangle) in diagonal, trace,
+tril and triu, as NumPy gives for any offset it can hold; 10**30 must not leak NumPy's
+OverflowError ("Python int too large to convert to C long")."""
 from __future__ import annotations
 
 import numpy as np
@@ -209,3 +212,19 @@ def test_a_long_transpose_error_is_shown_short():
     with pytest.raises(ValueError) as info:
         F.transpose(mg.tensor(np.ones((2, 3))), tuple(range(10**6)))
     assert "1000000 axes" in str(info.value) and len(str(info.value)) < 400
+
+
+# ---- offsets past the array -----------------------------------------------------------------
+A = np.arange(12.0).reshape(3, 4)
+
+
+@pytest.mark.parametrize("k", [10**30, -10**30, 2**63, -(2**63) - 1, 4, -3, 5, -4])
+def test_a_huge_offset_acts_as_one_just_past_the_array(k):
+    near = 5 if k > 0 else -4  # any offset past the 3 x 4 array behaves the same
+    np.testing.assert_array_equal(F.diagonal(A, k).data, np.diagonal(A, near))
+    np.testing.assert_array_equal(F.trace(A, k).data, np.trace(A, near))
+    np.testing.assert_array_equal(F.tril(A, k).data, np.tril(A, near))
+    np.testing.assert_array_equal(F.triu(A, k).data, np.triu(A, near))
+    t = mg.Tensor(A.copy(), requires_grad=True)
+    F.sum(F.tril(t, k)).backward()
+    np.testing.assert_array_equal(t.grad, np.tril(np.ones_like(A), near))

@@ -18,14 +18,9 @@ import minigrad as mg
 from minigrad import F
 from op_cases.catalogs import bool_catalog, slot_catalog, slot_values, zero_d_catalog
 
+from helpers import grad_of
+
 F32, F64 = np.float32, np.float64
-
-
-def grad_of(fn, x, dtype=F64, cot=None):
-    t = mg.Tensor(np.asarray(x, dtype=dtype), requires_grad=True)
-    out = fn(t)
-    out.backward(np.ones(out.shape, dtype) if cot is None else np.asarray(cot, dtype))
-    return out.data, t.grad
 
 
 # ---- kinks: the gradient exactly there ------------------------------------------------------

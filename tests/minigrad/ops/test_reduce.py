@@ -3,14 +3,25 @@
 prod and cumprod with 0, 1 and 2 zeros: exact gradients (docs/backward.md §21), and no
 division by zero on the way (errors raised, not warned). std, norm and the
 non-differentiable reductions (argmax, argmin, any, all): the rules at the points where the
-gradient needs a convention (docs/backward.md §23)."""
+gradient needs a convention (docs/backward.md §23). logsumexp against its composition from
+primitive ops and against SciPy (logits of magnitude 1e4), and its exact gradient at large,
+equal and infinite inputs. norm where Σ|x|^p leaves the dtype's range but the norm does
+not: np.linalg.norm squares first, so ‖(1e30, 1e30)‖ in float32 would be inf (the squares
+overflow) and ‖(1e-30, 1e-30)‖ 0 (they underflow), though both norms are ordinary float32
+numbers (torch overflows the same way); for p = 1.5 at 1e200 a rounded exponent 1/p costs
+2.6e-14 relative."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
+
+from helpers import assert_same_function, c_logsumexp, value_and_grads
+
+RNG = np.random.default_rng(7)
 
 
 def _grad(fn, x, g, dtype=np.float64):
@@ -247,3 +258,109 @@ def test_the_other_reductions_and_scans_of_a_0d_array_over_axis_0_are_numpys(nam
     data = out.data if isinstance(out, mg.Tensor) else out
     assert data.shape == np.shape(want) and data.dtype == np.asarray(want).dtype
     np.testing.assert_array_equal(data, want)
+
+
+# ---- logsumexp against its composition and SciPy --------------------------------------------
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (2, 1, 0)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logsumexp_equals_composition(axis, keepdims):
+    x = RNG.standard_normal((2, 3, 4)) * 3
+    assert_same_function(lambda t: F.logsumexp(t, axis=axis, keepdims=keepdims),
+                         lambda t: c_logsumexp(t, axis, keepdims), [x])
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e4, -1e4])
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (None, True), (1, False), (-1, True),
+                                           ((0, 2), False), ((0, 2), True)])
+def test_logsumexp_matches_scipy(scale, axis, keepdims):
+    x = RNG.standard_normal((3, 4, 5)) * scale
+    v, (g,), cot = value_and_grads(lambda t: F.logsumexp(t, axis=axis, keepdims=keepdims), [x])
+    expected = sp.logsumexp(x, axis=axis, keepdims=keepdims)
+    assert v.shape == np.shape(expected)
+    np.testing.assert_allclose(v, expected, rtol=1e-13)
+    lse = sp.logsumexp(x, axis=axis, keepdims=True)
+    np.testing.assert_allclose(g, np.reshape(cot, lse.shape) * np.exp(x - lse), rtol=1e-9,
+                               atol=1e-300)
+    assert np.all(np.isfinite(g))
+
+
+# ---- logsumexp's gradient at large and infinite inputs --------------------------------------
+def _lse_grad(x, axis=-1, keepdims=False, seed=0):
+    """logsumexp's value and gradient for a non-uniform cotangent (and the cotangent)."""
+    t = mg.Tensor(x.copy(), requires_grad=True)
+    out = F.logsumexp(t, axis=axis, keepdims=keepdims)
+    cot = np.random.default_rng(seed).uniform(0.5, 2.0, out.shape).astype(x.dtype)
+    with np.errstate(invalid="ignore"):  # a nan row
+        out.backward(cot)
+    return out.data, t.grad, cot
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_gradient_of_large_equal_inputs_is_the_uniform_softmax(dtype):
+    """x̄ = g softmax(x): ¼ of g to each of four equal inputs, however large. e^(x - y) with y
+    rounded to its ulp gave 1 each at 1e20 (float64) and e^-1 each at 1e7 (float32)."""
+    x = np.array([[1e20] * 4, [-1e20] * 4, [1e7] * 4, [-3e7] * 4, [0.5] * 4], dtype)
+    _, grad, cot = _lse_grad(x)
+    np.testing.assert_array_equal(grad, np.repeat(cot[:, None] / 4, 4, axis=1))  # exact
+    assert grad.dtype == dtype
+    _, grad, cot = _lse_grad(np.full((3, 4), 1e20, dtype), axis=None)  # one slice of 12
+    np.testing.assert_allclose(grad, np.full((3, 4), cot / 12), rtol=4 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_gradient_of_large_inputs_one_apart_is_their_softmax(dtype):
+    """[b, b, b + 1, b - 2] with b = 1e7 (all exact in float32): softmax of [0, 0, 1, -2]."""
+    b = 1e7
+    x = np.array([[b, b, b + 1, b - 2], [-b, -b, -b + 1, -b - 2]], dtype)
+    _, grad, cot = _lse_grad(x, keepdims=True)
+    e = np.exp([0.0, 0.0, 1.0, -2.0])
+    expected = cot * (e / e.sum())  # cot (2, 1) broadcasts
+    np.testing.assert_allclose(grad, expected, rtol=8 * np.finfo(dtype).eps)
+
+
+def test_logsumexp_gradient_at_infinities():
+    """The softmax's limit: a +inf takes the whole gradient from the finite inputs, several
+    +inf share it equally, and an all -inf slice shares it equally too (its limit along
+    x = t·1, t -> -inf; PyTorch gives nan for all three); a nan keeps its slice nan."""
+    inf, nan = np.inf, np.nan
+    x = np.array([[inf, 1.0, -inf, 2.0], [inf, -inf, inf, 0.0], [-inf] * 4,
+                  [-inf, 3.0, -inf, -inf], [nan, 1.0, 2.0, 3.0]])
+    out, grad, cot = _lse_grad(x)
+    np.testing.assert_array_equal(out, [inf, inf, -inf, 3.0, nan])
+    share = np.array([[1, 0, 0, 0], [0.5, 0, 0.5, 0], [0.25] * 4, [0, 1, 0, 0], [nan] * 4])
+    np.testing.assert_array_equal(grad, cot[:, None] * share)
+    out, grad, cot = _lse_grad(np.array([[inf, 1.0], [2.0, inf]]), axis=None)
+    assert out == inf
+    np.testing.assert_array_equal(grad, cot * np.array([[0.5, 0], [0, 0.5]]))
+
+
+# ---- norm where the powers leave the dtype's range ------------------------------------------
+@pytest.mark.parametrize("dtype, v", [(np.float32, 1e30), (np.float32, 1e-30),
+                                      (np.float64, 1e200), (np.float64, 1e-200),
+                                      (np.float64, 1e-310)])
+@pytest.mark.parametrize("ord", [None, 2, 3, 1.5])
+def test_norm_of_values_whose_powers_leave_the_range(dtype, v, ord):
+    x = np.array([[v, -v, 0.0], [v, 0.0, 0.0]], dtype)
+    p = 2 if ord is None else ord
+    t = mg.Tensor(x.copy(), requires_grad=True)
+    out = F.norm(t, ord=ord, axis=1)
+    out.backward(np.ones(2, dtype))
+    # by hand: row 0 has two entries of |v|, row 1 one: ‖·‖ = |v| 2^(1/p) and |v|
+    want = np.array([v * 2 ** (1 / p), v])
+    eps = np.finfo(dtype).eps
+    tiny = np.finfo(dtype).smallest_subnormal
+    np.testing.assert_allclose(out.data, want.astype(dtype), rtol=8 * eps, atol=4 * tiny)
+    # ∂‖x‖/∂x_i = sign(x_i) (|x_i| / ‖x‖)^(p-1): ±2^(-(p-1)/p) in row 0, 1 in row 1
+    c = 2 ** (-(p - 1) / p)
+    grad = np.array([[c, -c, 0.0], [1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(t.grad, grad, rtol=64 * eps if v > 1e-300 else 1e-3)
+
+
+def test_norm_keeps_its_bits_for_ordinary_values():
+    x = np.random.default_rng(5).standard_normal((4, 7))
+    np.testing.assert_array_equal(F.norm(x, axis=1).data, np.linalg.norm(x, axis=1))
+    np.testing.assert_array_equal(F.norm(x, ord=1, axis=0).data,
+                                  np.linalg.norm(x, ord=1, axis=0))
+    # other orders are scaled to ~1 first: as np.linalg.norm to a few ulps there
+    np.testing.assert_allclose(F.norm(x, ord=3, axis=0).data, np.linalg.norm(x, ord=3, axis=0),
+                               rtol=8 * np.finfo(np.float64).eps)

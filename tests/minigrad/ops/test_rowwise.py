@@ -1,4 +1,7 @@
-"""minigrad.runtime.rowwise: the row helpers and map_rows, the scaffold of the fused kernels."""
+"""minigrad.runtime.rowwise: the row helpers and map_rows, the scaffold of the fused kernels;
+column_sum of a matrix with no columns is the empty vector, however many rows there are
+(NumPy's ``sum(axis=0)``), also past the rows of one GEMV, where column_sum splits the row
+axis into parts."""
 import numpy as np
 import pytest
 
@@ -90,3 +93,15 @@ def test_column_sum_does_not_depend_on_the_blas_thread_count():
         with threadpoolctl.threadpool_limits(threads):
             results.append(rowwise.column_sum(a))
     np.testing.assert_array_equal(*results)
+
+
+# ---- column_sum of a matrix with no columns -------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("rows", [1, rowwise.GEMV_ELEMENTS, rowwise.GEMV_ELEMENTS + 1,
+                                  3 * rowwise.GEMV_ELEMENTS + 5])
+def test_no_columns_gives_an_empty_sum(rows, dtype):
+    a = np.zeros((rows, 0), dtype=dtype)
+    got = rowwise.column_sum(a)
+    expected = a.sum(axis=0)
+    assert got.shape == expected.shape == (0,)
+    assert got.dtype == expected.dtype

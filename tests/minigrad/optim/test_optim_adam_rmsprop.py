@@ -7,14 +7,9 @@ import pytest
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, Adam, AdamW, RMSprop
 
+from helpers import assert_close
+
 STEPS = 6
-
-
-def assert_close(ours, ref, dtype, ulps=64):
-    """Equal within ``ulps`` units of ``dtype``'s epsilon, scaled by the reference's size."""
-    ref = np.asarray(ref)
-    tol = ulps * np.finfo(dtype).eps * max(1.0, float(np.abs(ref).max()))
-    np.testing.assert_allclose(ours, ref, rtol=0, atol=tol)
 
 
 def gradients(seed, shape, steps=STEPS):

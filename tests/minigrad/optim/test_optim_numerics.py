@@ -1,13 +1,17 @@
 """Optimizer numbers that would silently go wrong: float16 AdamW, hyperparameters a dtype
-cannot hold, partial updates when one parameter cannot be updated, and checkpoints of
-optimizers and schedules whose values would give NaN or a crash later."""
+cannot hold (also a group's eps changed after construction), partial updates when one
+parameter cannot be updated, a step that overflows (refused, all or nothing, naming the
+parameter), and 0-d parameters updated like one-element ones. (Checkpoints whose values
+would give NaN or a crash later: test_optim_state_dict.py.)"""
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
 
 from minigrad.nn import Parameter
-from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
+from minigrad.optim import SGD, AdamW
 
 RNG = np.random.default_rng(7)
 
@@ -162,56 +166,7 @@ def test_step_bumps_the_version_of_updated_parameters_only():
     assert (a.version, b.version) == (1, 0)
 
 
-# ---- checkpoints that would give NaN or a crash later ------------------------------------------
-def stepped_adamw():
-    p = Parameter(np.ones(3))
-    opt = AdamW([p], lr=1e-3)
-    p.grad = np.ones(3)
-    opt.step()
-    return p, opt
-
-
-@pytest.mark.parametrize("key, value, words", [
-    ("state.0.exp_avg_sq", -np.ones(3), "exp_avg_sq.*negative"),
-    ("state.0.exp_avg", np.full(3, np.nan), "exp_avg.*finite"),
-    ("state.0.step", np.array(0), "step.*positive"),
-    ("eps", np.array(0.0), "eps"),
-    ("group.0.eps", np.array(0.0), "eps"),
-    ("lr", np.array(np.nan), "lr"),
-    ("step_count", np.array(-1), "step_count"),
-])
-def test_adamw_load_state_dict_refuses_values_that_would_break_the_next_step(key, value, words):
-    p, opt = stepped_adamw()
-    state = opt.state_dict()
-    state[key] = value
-    q = Parameter(np.ones(3))
-    fresh = AdamW([q], lr=1e-3)
-    with pytest.raises(ValueError, match=words):
-        fresh.load_state_dict(state)
-    assert fresh.step_count == 0 and not fresh.state[0]
-
-
-@pytest.mark.parametrize("cls, args, key, value", [
-    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "warmup_steps", 10),
-    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "total_steps", 0),
-    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "base_lr", np.nan),
-    (WarmupCosine, dict(warmup_steps=2, total_steps=10), "last_step", -3),
-    (OneCycle, dict(max_lr=0.1, total_steps=10), "div_factor", 0.0),
-    (OneCycle, dict(max_lr=0.1, total_steps=10), "pct_start", 2.0),
-    (OneCycle, dict(max_lr=0.1, total_steps=10), "last_step", 11),
-])
-def test_schedule_load_state_dict_checks_like_the_constructor(cls, args, key, value):
-    opt = SGD([Parameter(np.ones(2))], lr=0.1)
-    sched = cls(opt, **args)
-    state = sched.state_dict()
-    state[key] = np.array(value)
-    other = cls(SGD([Parameter(np.ones(2))], lr=0.1), **args)
-    lr_before = other.optimizer.lr
-    with pytest.raises(ValueError, match=key):
-        other.load_state_dict(state)
-    assert other.optimizer.lr == lr_before and other.last_step == 0
-
-
+# ---- a group's eps changed after construction ----------------------------------------------------
 def test_a_group_eps_set_to_zero_after_construction_is_refused_at_the_step():
     p = Parameter(np.ones(2, np.float32))
     opt = AdamW([p])
@@ -221,3 +176,94 @@ def test_a_group_eps_set_to_zero_after_construction_is_refused_at_the_step():
         opt.step()
     np.testing.assert_array_equal(p.data, np.ones(2, np.float32))
     assert p.version == 0 and not opt.state[0]
+
+
+# ---- a step that overflows is refused, all or nothing ---------------------------------------
+def overflow_cases():
+    def sgd32():
+        a, b = Parameter(np.ones(4, np.float32)), Parameter(np.ones((2, 3), np.float32))
+        a.grad, b.grad = np.ones(4, np.float32), np.full((2, 3), 10, np.float32)
+        return [a, b], SGD([a, b], lr=1e38), 1, "(2, 3)"
+
+    def adamw16():
+        a, b = Parameter(np.ones(4, np.float16)), Parameter(np.ones(5, np.float16))
+        a.grad, b.grad = np.ones(4, np.float16), np.ones(5, np.float16)
+        return [a, b], AdamW([a, b], lr=1e5), 0, "(4,)"
+
+    def sgd_momentum_buffer():
+        # the parameter update stays finite but the momentum buffer (state) overflows
+        a = Parameter(np.zeros(2, np.float32))
+        a.grad = np.full(2, 3e38, np.float32)
+        opt = SGD([a], lr=1e-30, momentum=0.9, weight_decay=0.0)
+        opt.step()
+        a.grad = np.full(2, 3e38, np.float32)  # 0.9 * 3e38 + 3e38 overflows float32
+        return [a], opt, 0, "(2,)"
+    return [sgd32, adamw16, sgd_momentum_buffer]
+
+
+@pytest.mark.parametrize("make", overflow_cases())
+def test_a_step_that_overflows_raises_and_changes_nothing(make):
+    params, opt, bad, shape = make()
+    data = [p.data.copy() for p in params]
+    versions = [p.version for p in params]
+    state = copy.deepcopy(opt.state)
+    steps = opt.step_count
+    with pytest.raises(ValueError) as info:
+        opt.step()
+    msg = str(info.value)
+    assert f"parameter {bad}" in msg and shape in msg and "lr" in msg, msg
+    assert "nothing was changed" in msg, msg
+    for p, d, v in zip(params, data, versions):
+        np.testing.assert_array_equal(p.data, d)
+        assert p.version == v
+    assert opt.step_count == steps
+    for before, after in zip(state, opt.state):
+        assert before.keys() == after.keys()
+        for k in before:
+            np.testing.assert_array_equal(np.asarray(before[k]), np.asarray(after[k]))
+
+
+def test_a_non_finite_gradient_still_propagates_as_in_pytorch():
+    # The step only refuses what it overflows itself: a NaN already in the gradient or the
+    # parameter goes through (a training loop sees it in the loss, as with torch.optim).
+    p = Parameter(np.array([1.0, np.inf, 2.0]))
+    p.grad = np.array([np.nan, 1.0, 1.0])
+    SGD([p], lr=0.5).step()
+    assert np.isnan(p.data[0]) and p.data[1] == np.inf and p.data[2] == 1.5
+
+
+def test_a_finite_step_with_a_huge_intermediate_sum_is_applied():
+    # elements near the dtype's max: their sum overflows, every element stays finite
+    big = np.finfo(np.float32).max / 2
+    p = Parameter(np.full(4, big, np.float32))
+    p.grad = np.zeros(4, np.float32)
+    SGD([p], lr=0.1).step()
+    np.testing.assert_array_equal(p.data, np.full(4, big, np.float32))
+    assert p.version == 1
+
+
+def test_a_zero_d_parameter_that_overflows_is_named():
+    p = Parameter(np.array(1.0, np.float32))
+    p.grad = np.array(10.0, np.float32)
+    with pytest.raises(ValueError, match=r"parameter 0 \(shape \(\), float32\).*lr 1e\+38"):
+        SGD([p], lr=1e38).step()
+    assert p.data == 1.0 and p.version == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: AdamW([p], lr=0.1),
+    lambda p: SGD([p], lr=0.1, momentum=0.9, weight_decay=0.1, nesterov=True),
+    lambda p: SGD([p], lr=0.1, momentum=0.9, dampening=0.5, weight_decay=0.1),
+])
+def test_a_zero_d_parameter_is_updated_like_a_one_element_one(make):
+    # NumPy gives scalars for 0-d arithmetic: the update must still produce arrays
+    scalar, vector = Parameter(np.array(1.5)), Parameter(np.array([1.5]))
+    o_s, o_v = make(scalar), make(vector)
+    for g in (0.5, -0.25, 2.0):
+        scalar.grad, vector.grad = np.array(g), np.array([g])
+        o_s.step()
+        o_v.step()
+        assert type(scalar.data) is np.ndarray and scalar.shape == ()
+        assert scalar.data == vector.data[0]
+    for k, v in o_s.state[0].items():
+        assert np.shape(v) == () and np.asarray(v) == np.asarray(o_v.state[0][k]).ravel()[0]

@@ -1,23 +1,21 @@
-"""Attack review: ops whose output can be far larger than their inputs (tile, repeat, einsum)
-check the size they would allocate, and einsum the work of its naive loop, before NumPy is
-called. Before the fix a 10-element input asked for 72 TiB (tile, repeat) or an einsum of a
-broadcast view for terabytes, and a five-operand einsum chain ran for hours; each case runs
-in a child with a bounded address space, so an unchecked allocation fails there, not here."""
+"""minigrad.ops.bounds: ops whose output can be far larger than their inputs (tile, repeat,
+einsum, pad, the attention scores, broadcast indices of take/put_along_axis) check the size
+they would allocate, and einsum the work of its naive loop, before NumPy is called. Without
+the check a 10-element input asks for 72 TiB (tile, repeat) or an einsum of a broadcast view
+for terabytes, and a five-operand einsum chain runs for hours; each case runs in a child
+with a bounded address space (tests/reliability/hostile_util.py), so an unchecked
+allocation fails there, not here."""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import minigrad as mg
+import minigrad.functional as F
+from minigrad.ops.bounds import MAX_EINSUM_STEPS, MAX_OUTPUT_ELEMENTS
 
-from hostile_util import run_limited  # noqa: E402
+from hostile_util import run_limited  # tests/reliability/, on sys.path (tests/conftest.py)
 
-import minigrad as mg  # noqa: E402
-import minigrad.functional as F  # noqa: E402
-from minigrad.ops.bounds import MAX_OUTPUT_ELEMENTS, MAX_EINSUM_STEPS  # noqa: E402
 
 CASES = {
     "tile reps": ("F.tile(np.zeros(10), (10**6, 10**6))", "tile reps"),
@@ -33,6 +31,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow  # a child process; fast: test_the_refusals_name_the_limit
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_oversized_output_is_refused_before_it_is_allocated(name):
     body, where = CASES[name]
@@ -76,6 +75,7 @@ ATTENTION = {
 }
 
 
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("name", sorted(ATTENTION))
 def test_attention_scores_too_large_are_refused_before_they_are_built(name):
     body, where = ATTENTION[name]
@@ -91,6 +91,7 @@ ALONG_AXIS = {
 }
 
 
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("name", sorted(ALONG_AXIS))
 def test_broadcast_indices_too_large_are_refused_before_they_are_built(name):
     code = f"import numpy as np\nimport minigrad.functional as F\n{ALONG_AXIS[name]}"
