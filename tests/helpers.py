@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 import pytest
+from ulps import assert_close_ulps
 
 import minigrad as mg
 from minigrad import F
-from ulps import assert_close_ulps
 
 __all__ = ["generator", "rn", "uniform", "leaf", "leaves", "grad_of", "assert_close", "close_32_ulps",
            "one_line_refusal", "numpy_since_2", "blas_counts",
@@ -125,7 +125,7 @@ def assert_same_function(fused, composed, arrays, rtol=1e-12, atol=1e-12):
     v2, g2, _ = value_and_grads(composed, arrays)
     assert v1.shape == v2.shape
     np.testing.assert_allclose(v1, v2, rtol=rtol, atol=atol)
-    for a, b in zip(g1, g2):
+    for a, b in zip(g1, g2, strict=True):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
@@ -220,7 +220,7 @@ def optimizer_history(optimizer_cls, initial, grads, **kwargs):
     opt = optimizer_cls(params, **kwargs)
     history = []
     for step_grads in grads:
-        for p, g in zip(params, step_grads):
+        for p, g in zip(params, step_grads, strict=True):
             p.grad = g.copy()
         opt.step()
         history.append([p.data.copy() for p in params])
@@ -228,8 +228,8 @@ def optimizer_history(optimizer_cls, initial, grads, **kwargs):
 
 
 def assert_histories_close(actual, expected, rtol=1e-12, atol=1e-14):
-    for step, (got, want) in enumerate(zip(actual, expected)):
-        for i, (a, b) in enumerate(zip(got, want)):
+    for step, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
             np.testing.assert_allclose(a, b, rtol=rtol, atol=atol,
                                        err_msg=f"step {step + 1}, parameter {i}")
 

@@ -187,8 +187,9 @@ def test_scaling_quick_writes_record_figure_and_doc(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(out.read_text())
     assert rec["benchmark"] == "scaling" and list(rec["axes"]) == ["batch"]
-    from vit.model.tinyvit import TinyViT
     import inspect
+
+    from vit.model.tinyvit import TinyViT
     has_depth = "depth" in inspect.signature(TinyViT).parameters
     assert rec["depth_axis"] is has_depth
     assert ("depth axis skipped" in proc.stdout) is not has_depth

@@ -9,7 +9,7 @@ import pytest
 import minigrad as mg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import cnn_digits  # noqa: E402
+import cnn_digits
 
 
 def test_cnn_shapes_and_parameter_count():

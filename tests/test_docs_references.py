@@ -206,7 +206,7 @@ def resolve(dotted: str) -> str | None:
             if e.name is not None and module_name.startswith(e.name):
                 continue  # that prefix is not a module: try a shorter one
             return f"importing {module_name} fails: {e}"
-        except Exception as e:  # noqa: BLE001 - a module that fails to import is the finding
+        except Exception as e:
             return f"importing {module_name} fails: {type(e).__name__}: {e}"
         for i, attr in enumerate(parts[cut:], cut):
             fields = getattr(obj, "__dataclass_fields__", {})

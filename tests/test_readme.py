@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from test_docs_references import link_problems
 
 ROOT = Path(__file__).resolve().parents[1]

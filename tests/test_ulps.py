@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from ulps import DEFAULT_ULPS, assert_close_ulps, ulp_tolerance
 
 

@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 import numpy as np
 
-from vit.train.checkpoint import save_checkpoint
 from vit.model.normalizer import Normalizer
+from vit.train.checkpoint import save_checkpoint
 from vit.train.optimizer import build_optimizer
 from vit.train.options import TrainOptions
 

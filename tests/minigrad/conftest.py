@@ -13,6 +13,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from op_cases import ALL_CASES  # noqa: E402
+
 from minigrad.runtime import parallel  # noqa: E402
 
 

@@ -9,7 +9,8 @@ and (for values near zero) to the largest magnitude in the expected array.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,8 +67,8 @@ def check_vs_torch(torch: Any, mg_fn: Callable, t_fn: Callable, arrays: Sequence
     the output does not depend on) must be absent or zero in minigrad.
     """
     floating = [a.dtype.kind == "f" for a in arrays]
-    m_in = [mg.Tensor(a.copy(), requires_grad=f) for a, f in zip(arrays, floating)]
-    t_in = [torch.tensor(a.copy(), requires_grad=f) for a, f in zip(arrays, floating)]
+    m_in = [mg.Tensor(a.copy(), requires_grad=f) for a, f in zip(arrays, floating, strict=True)]
+    t_in = [torch.tensor(a.copy(), requires_grad=f) for a, f in zip(arrays, floating, strict=True)]
     m_out, t_out = mg_fn(*m_in), t_fn(*t_in)
     expected = t_out.detach().numpy()
     assert_close(m_out.data, expected, dtype, ulps, "forward")
@@ -79,10 +80,10 @@ def check_vs_torch(torch: Any, mg_fn: Callable, t_fn: Callable, arrays: Sequence
     if not backward or not t_out.requires_grad:
         return
     v = np.random.default_rng(seed).standard_normal(expected.shape).astype(expected.dtype)
-    wrt = [t for t, f in zip(t_in, floating) if f]
+    wrt = [t for t, f in zip(t_in, floating, strict=True) if f]
     t_grads = torch.autograd.grad(t_out, wrt, torch.tensor(v), allow_unused=True)
     m_out.backward(v)
-    for i, (m, t) in enumerate(zip([m for m, f in zip(m_in, floating) if f], t_grads)):
+    for i, (m, t) in enumerate(zip([m for m, f in zip(m_in, floating, strict=True) if f], t_grads, strict=True)):
         want = np.zeros(m.shape, dtype=m.dtype) if t is None else t.numpy()
         got = np.zeros(m.shape, dtype=m.dtype) if m.grad is None else m.grad
         assert got.dtype == m.dtype, f"grad {i} dtype {got.dtype} != input dtype {m.dtype}"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from peer_util import assert_close, gradcheck_ok
 
 import minigrad as mg
 from minigrad import F
-from peer_util import assert_close, gradcheck_ok
 
 rng = np.random.default_rng(1)
 R = rng.standard_normal

@@ -11,10 +11,10 @@ import operator
 
 import numpy as np
 import pytest
+from peer_util import assert_close, gradcheck_ok
 
 import minigrad as mg
 from minigrad import F
-from peer_util import assert_close, gradcheck_ok
 
 rng = np.random.default_rng(0)
 R = rng.standard_normal
@@ -64,7 +64,7 @@ def _binary_inputs(lims_a, lims_b):
     shapes = [0.6, 1, rng.random(2), rng.random((3, 2)), rng.random((1, 2))]
     names = ["scalar", "int", "vector", "mat", "mat2"]
     return [(f"{na}-{nb}", transform(lims_a, a), transform(lims_b, b))
-            for (na, a), (nb, b) in itertools.product(zip(names, shapes), zip(names, shapes))]
+            for (na, a), (nb, b) in itertools.product(zip(names, shapes, strict=True), zip(names, shapes, strict=True))]
 
 
 for name, f, npf, lims_b in [("add", F.add, np.add, [-2, 2]), ("true-divide", F.div, np.true_divide, [0.8, 1.2]),

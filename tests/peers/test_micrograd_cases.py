@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from peer_util import assert_close
 
 import minigrad as mg
 from minigrad import F
-from peer_util import assert_close
 
 SHAPES = [(), (1,)]
 DTYPES = [np.float64, np.float32]
@@ -62,7 +62,7 @@ def _compare(fn, values, shape, dtype, ulps):
     yt.backward(torch.ones_like(yt))
     assert ym.dtype == dtype
     assert_close(ym.data, yt.detach().numpy(), dtype, ulps, "forward")
-    for i, (a, b) in enumerate(zip(m, t)):
+    for i, (a, b) in enumerate(zip(m, t, strict=True)):
         assert a.grad.dtype == dtype
         assert_close(a.grad, b.grad.numpy(), dtype, ulps, f"grad of leaf {i}")
     return ym, m

@@ -14,10 +14,10 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from peer_util import assert_close, gradcheck_ok, index_grad
 
 import minigrad as mg
 from minigrad import F
-from peer_util import assert_close, gradcheck_ok, index_grad
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

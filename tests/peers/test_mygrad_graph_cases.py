@@ -51,7 +51,7 @@ def close(a, b):
        side_effects=st.booleans())
 def test_chainrule_scalar(flags, x, y, z, side_effects):
     """f = x y + z, g = x + z f²: dg/dx = 1 + 2 z f y, dg/dy = 2 z f x, dg/dz = f² + 2 z f."""
-    X, Y, Z = (scalar_leaf(v, c) for v, c in zip((x, y, z), flags))
+    X, Y, Z = (scalar_leaf(v, c) for v, c in zip((x, y, z), flags, strict=True))
     f = X * Y + Z
     g = X + Z * f * f
     if side_effects:  # branches that backward must ignore

@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
+from peer_util import as_inputs, check_vs_torch, uniform
 
 import minigrad as mg
 from minigrad import F
-from peer_util import as_inputs, check_vs_torch, uniform
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional

@@ -20,8 +20,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_util import ROOT, idx_gz, npz_long_header, npz_trailing_zeros, run_limited  # noqa
-from hostile_util import small_checkpoint  # noqa: E402
+from hostile_util import (
+    ROOT,
+    idx_gz,
+    npz_long_header,
+    npz_trailing_zeros,
+    run_limited,
+    small_checkpoint,
+)
 
 GB = 1 << 30
 TINY = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--batch-size", "256", "--quiet"]

@@ -79,11 +79,11 @@ def small_checkpoint(path, **change) -> Path:
     each value replaces an entry (a dict for ``config``/``options``/``rng`` is JSON-encoded and
     merged into the saved one; None removes the entry)."""
     from minigrad.optim import AdamW, OneCycle
-    from vit.train.checkpoint import save_checkpoint
+    from vit.io.npz import load_npz
     from vit.model.normalizer import Normalizer
     from vit.model.tinyvit import TinyViT
+    from vit.train.checkpoint import save_checkpoint
     from vit.train.options import TrainOptions
-    from vit.io.npz import load_npz
 
     model = TinyViT(dim=8, num_heads=2, mlp_dim=8, num_classes=10, dtype=np.float32, seed=0)
     opt = AdamW(list(model.parameters()), lr=1e-3)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
-
 from cli_util import run_cli  # noqa: F401  (re-exported: one helper for every test folder)
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,12 +11,10 @@ import os
 
 import numpy as np
 import pytest
-
-from vit.cli.main import build_parser
-
+from helpers import one_line_refusal
 from reliability_util import python_m_vit, run_cli
 
-from helpers import one_line_refusal
+from vit.cli.main import build_parser
 
 #: the bad values of each argument type, by the name the CLI gives the type
 BAD_VALUES = {

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reliability_util import bad, check_bad, params
 
 import minigrad as mg
 from minigrad import F
 from minigrad.nn import LayerNorm, Linear, Parameter
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
-
-from reliability_util import bad, check_bad, params
 
 X = np.arange(6.0).reshape(2, 3) / 6
 INTS = np.arange(6).reshape(2, 3)
@@ -267,7 +266,7 @@ def test_nothing_moved():
     np.testing.assert_array_equal(P.data, np.arange(3.0))
     assert OPT.step_count == 0 and OPT.lr == 0.1 and OPT.state == [{}]
     fresh = Linear(3, 2, rng=0)
-    for a, b in zip(LIN.parameters(), fresh.parameters()):
+    for a, b in zip(LIN.parameters(), fresh.parameters(), strict=True):
         np.testing.assert_array_equal(a.data, b.data)
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_cases.catalogs import SLOT_LABELS, SLOT_MASK, SLOT_VALUES, slot_catalog, slot_values
+from reliability_util import bad, check_bad, params
 
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
-from op_cases.catalogs import SLOT_LABELS, SLOT_MASK, SLOT_VALUES, slot_catalog, slot_values
-
-from reliability_util import bad, check_bad, params
 
 pytestmark = pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning",
                                         "ignore::RuntimeWarning")
@@ -80,7 +79,7 @@ def test_nested_list_is_read_as_the_array_it_spells(op):
     got = SLOT[op](values.tolist())
     want = SLOT[op](values)
     got, want = (got, want) if isinstance(got, list) else ([got], [want])
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.data, w.data)
 
 

@@ -10,14 +10,13 @@ import struct
 
 import numpy as np
 import pytest
+from reliability_util import bad, check_bad, params
 
 import minigrad as mg
 import vit
 from vit import TinyViT, mixup, one_hot, unpatchify, vit_block
 from vit.model.normalizer import Normalizer
 from vit.train import data as vd
-
-from reliability_util import bad, check_bad, params
 
 RNG = np.random.default_rng(0)
 N, T, D, F = 2, 3, 4, 5
@@ -300,5 +299,5 @@ def test_vit_entry_point(case):
 def test_model_never_moved():
     """Every failing call above left the model exactly as TinyViT(seed=0) built it."""
     fresh = TinyViT(seed=0)
-    for (name, a), (_, b) in zip(MODEL.named_parameters(), fresh.named_parameters()):
+    for (name, a), (_, b) in zip(MODEL.named_parameters(), fresh.named_parameters(), strict=True):
         np.testing.assert_array_equal(a.data, b.data, err_msg=name)

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from hostile_util import (idx_gz, npz_long_header, npz_trailing_zeros, run_limited,
-                          small_checkpoint)
+from hostile_util import idx_gz, npz_long_header, npz_trailing_zeros, run_limited, small_checkpoint
 from reliability_util import TINY, run_cli
 
 GB = 1 << 30
@@ -94,8 +92,9 @@ def test_idx_declared_size_beyond_the_limit_is_refused_without_data(tmp_path):
 
 
 def test_idx_trailing_bytes_are_refused_uncompressed_too(tmp_path):
-    from vit.train.data import read_idx
     import struct
+
+    from vit.train.data import read_idx
     path = tmp_path / "labels-idx1-ubyte"
     path.write_bytes(struct.pack(">HBBI", 0, 8, 1, 3) + bytes(5))
     with pytest.raises(ValueError, match="labels-idx1-ubyte.*expected"):
@@ -245,9 +244,10 @@ def test_checkpoint_config_inconsistent_with_its_options_is_refused(tmp_path):
 
 
 def test_limit_in_docs_matches_the_code():
-    from vit.model.config import MAX_ACTIVATION_BYTES, MAX_PARAMETERS
-    from vit.io.files import MAX_DECODED_BYTES
     from hostile_util import ROOT
+
+    from vit.io.files import MAX_DECODED_BYTES
+    from vit.model.config import MAX_ACTIVATION_BYTES, MAX_PARAMETERS
     doc = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
     assert f"{MAX_PARAMETERS:,}" in doc
     assert f"{MAX_ACTIVATION_BYTES >> 20:,} MiB" in doc
@@ -270,8 +270,8 @@ def test_a_batch_whose_activations_exceed_the_limit_is_refused_before_the_forwar
 
 
 def test_load_checkpoint_max_parameters_applies_to_every_check(tmp_path):
-    from vit.train.checkpoint import load_checkpoint
     from vit.model.config import limits
+    from vit.train.checkpoint import load_checkpoint
     path = small_checkpoint(tmp_path / "ck.npz")
     with limits(max_parameters=100):
         with pytest.raises(ValueError, match="ck.npz.*expected at most 100"):
@@ -299,8 +299,8 @@ def test_a_small_gz_of_many_zero_images_is_refused_before_float32(tmp_path):
 
 
 def test_the_data_size_bound_is_in_float32_of_the_file_size(tmp_path):
-    from vit.train.data import MAX_DATA_ELEMENTS, load_npz_dataset
     from vit.io.files import EXPANSION_FLOOR
+    from vit.train.data import MAX_DATA_ELEMENTS, load_npz_dataset
     n = EXPANSION_FLOOR // 4 // 64 + 1  # 8x8 images, one more than the floor allows in float32
     np.savez_compressed(tmp_path / "z.npz", x=np.zeros((n, 8, 8), np.uint8),
                         y=np.arange(n) % 2)
@@ -320,6 +320,7 @@ def test_a_shape_the_model_does_not_take_is_refused_before_conversion(tmp_path):
 
 def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
     from hostile_util import idx_gz
+
     from vit.train.data import read_idx
     path = idx_gz(tmp_path / "train-images-idx3-ubyte.gz", (0, 2**32 - 1, 2**32 - 1))
     with pytest.raises(ValueError) as info:
@@ -332,8 +333,9 @@ def test_an_empty_idx_shape_too_big_for_any_array_names_the_file(tmp_path):
 @pytest.mark.slow  # a child process
 def test_the_cli_reports_running_out_of_memory_in_one_line(tmp_path):
     """A model within a raised --max-parameters that the address space cannot hold."""
-    from reliability_util import python_m_vit
     import resource
+
+    from reliability_util import python_m_vit
 
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))

@@ -15,11 +15,9 @@ import os
 
 import numpy as np
 import pytest
-
+from helpers import one_line_refusal
 from hostile_util import small_checkpoint
 from reliability_util import run_cli
-
-from helpers import one_line_refusal
 
 PCG = np.random.default_rng(0).bit_generator.state
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from hostile_util import run_limited
 
 #: A refused case peaks near the cost of importing vit (about 40-60 MB): the allocation the
@@ -87,6 +86,7 @@ def test_vit_import_reads_a_small_export_under_an_address_space_cap(tmp_path, ca
     front, which an address-space limit refuses."""
     pytest.importorskip("safetensors")
     from reliability_util import run_cli
+
     from vit import TinyViT
     TinyViT(img_size=8, patch_size=4, dim=8, num_heads=2, mlp_dim=8, seed=0).save(
         tmp_path / "m.npz")

@@ -10,10 +10,9 @@ import textwrap
 
 import numpy as np
 import pytest
+from reliability_util import ROOT, TINY, python_m_vit
 
 from vit.train.checkpoint import load_checkpoint
-
-from reliability_util import ROOT, TINY, python_m_vit
 
 pytestmark = pytest.mark.slow
 

@@ -25,14 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reliability_util import ROOT, python_m_vit, run_cli
 
 import vit.io.npz
-from vit.train.checkpoint import load_checkpoint, save_checkpoint
 from vit.io.npz import save_npz_atomic
 from vit.model.tinyvit import TinyViT
+from vit.train.checkpoint import load_checkpoint, save_checkpoint
 from vit.train.runfolder import read_metrics
-
-from reliability_util import ROOT, python_m_vit, run_cli
 
 RUN = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--batch-size", "128", "--quiet"]
 slow = pytest.mark.slow
@@ -47,7 +46,7 @@ def same_run(a: Path, b: Path) -> None:
     assert ca.optim.keys() == cb.optim.keys()
     assert all(np.array_equal(ca.optim[k], cb.optim[k]) for k in ca.optim)
     assert ca.rng.bit_generator.state == cb.rng.bit_generator.state
-    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
     assert strip(read_metrics(a / "metrics.jsonl")) == strip(read_metrics(b / "metrics.jsonl"))
 
 
@@ -154,7 +153,7 @@ def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one(tmp_path, stag
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     loaded, before = TinyViT.load(path), TinyViT(seed=1)
-    for (name, a), (_, b) in zip(loaded.named_parameters(), before.named_parameters()):
+    for (name, a), (_, b) in zip(loaded.named_parameters(), before.named_parameters(), strict=True):
         np.testing.assert_array_equal(a.data, b.data, err_msg=name)
     temps = [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
     assert len(temps) == 1  # the interrupted write, never renamed over the good file

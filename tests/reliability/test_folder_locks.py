@@ -8,11 +8,10 @@ import os
 
 import numpy as np
 import pytest
+from reliability_util import run_cli
 
 from vit.model.tinyvit import TinyViT
 from vit.train.runfolder import LOCK, RunFolderBusy, RunLock
-
-from reliability_util import run_cli
 
 CV = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--epochs", "1", "--batch-size", "16",
       "--quiet", "--folds", "2", "--seeds", "0"]

@@ -18,16 +18,15 @@ from dataclasses import asdict
 
 import numpy as np
 import pytest
+from reliability_util import ROOT, TINY
 
 from minigrad.optim import AdamW, OneCycle
-from vit.train.checkpoint import load_checkpoint, save_checkpoint
-from vit.model.normalizer import Normalizer
-from vit.train.data import load_data
 from vit.io.npz import load_npz
+from vit.model.normalizer import Normalizer
 from vit.model.tinyvit import TinyViT
+from vit.train.checkpoint import load_checkpoint, save_checkpoint
+from vit.train.data import load_data
 from vit.train.options import TrainOptions
-
-from reliability_util import ROOT, TINY
 
 
 class Marker:

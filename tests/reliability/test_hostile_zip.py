@@ -16,9 +16,9 @@ import zipfile
 
 import numpy as np
 import pytest
-
 from cli_util import run_cli
 from hostile_util import run_limited
+
 from vit.io import npz
 from vit.io.npz import MAX_NPZ_MEMBERS, load_npz
 

@@ -7,11 +7,9 @@ import json
 
 import numpy as np
 import pytest
-
+from helpers import one_line_refusal
 from hostile_util import small_checkpoint
 from reliability_util import run_cli
-
-from helpers import one_line_refusal
 
 
 @pytest.mark.parametrize("field", ["epochs", "seed", "batch_size", "lr", "momentum", "mixup"])

@@ -14,10 +14,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from reliability_util import TINY, run_cli
 
 from vit.train.runfolder import read_metrics
-
-from reliability_util import TINY, run_cli
 
 ROW = dict(epoch=1, train_loss=2.0, train_acc=0.25, test_loss=1.9, test_acc=0.3, lr=0.001,
            seconds=0.5)

@@ -10,11 +10,9 @@ import subprocess
 import sys
 
 import pytest
-
+from helpers import one_line_refusal
 from hostile_util import ROOT, idx_gz, small_checkpoint
 from reliability_util import TINY
-
-from helpers import one_line_refusal
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
@@ -72,10 +70,10 @@ def test_idx_folder_holding_a_fifo_is_refused(tmp_path):
 
 
 def test_every_reader_refuses_what_is_not_a_regular_file(tmp_path, fifo):
+    from vit.io.npz import load_npz
+    from vit.model.tinyvit import TinyViT
     from vit.train.checkpoint import load_checkpoint
     from vit.train.data import load_npz_dataset, read_idx
-    from vit.model.tinyvit import TinyViT
-    from vit.io.npz import load_npz
     for call in (load_npz, load_checkpoint, TinyViT.load, load_npz_dataset, read_idx):
         for path in (fifo, "/dev/null", tmp_path):
             with pytest.raises(ValueError, match="not a regular file") as info:

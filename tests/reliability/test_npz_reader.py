@@ -14,7 +14,6 @@ import zipfile
 
 import numpy as np
 import pytest
-
 from hostile_util import run_limited, small_checkpoint
 
 
@@ -48,8 +47,8 @@ def _json_bomb(n: int):
 
 @pytest.mark.parametrize("entry", ["options", "config", "rng"])
 def test_a_long_json_entry_is_refused_before_it_is_decoded(tmp_path, entry):
-    from vit.train.checkpoint import load_checkpoint
     from vit.io.npz import MAX_TEXT_CHARS
+    from vit.train.checkpoint import load_checkpoint
     base = small_checkpoint(tmp_path / "base.npz")
     n = (MAX_TEXT_CHARS // 3) + 2  # just over the bound
     path = _npz_with_text(tmp_path / "long.npz", base, entry, _json_bomb(n), 3 * n)
@@ -74,8 +73,8 @@ def test_a_json_bomb_takes_no_memory(tmp_path):
 
 
 def test_the_largest_rng_state_fits_the_text_bound():
-    from vit.train.rngstate import rng_to_array
     from vit.io.npz import MAX_TEXT_CHARS
+    from vit.train.rngstate import rng_to_array
     text = str(rng_to_array(np.random.Generator(np.random.MT19937(2**127 - 1))))
     assert 4 * len(text) < MAX_TEXT_CHARS  # headroom for options and configs
 

@@ -17,8 +17,8 @@ from minigrad.nn import LayerNorm
 from vit import TinyViT, vit_block
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vit"))
-import vit_reference as ref  # noqa: E402
-from ulps import assert_close_ulps  # noqa: E402
+import vit_reference as ref
+from ulps import assert_close_ulps
 
 BIG = np.array([[1e4, -1e4, 0.0, 1e4 - 1.0],
                 [-1e4, -1e4, -1e4, -1e4 + 2.0],

@@ -7,7 +7,6 @@ prints ``vit plot: note: ...`` rather than letting Python print a two-line Runti
 from __future__ import annotations
 
 import pytest
-
 from reliability_util import TINY, python_m_vit
 
 pytest.importorskip("matplotlib")

@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import one_line_refusal
+from reliability_util import ROOT, TINY, python_m_vit, run_cli
 
 from vit.model.tinyvit import TinyViT
 from vit.train.loop import train
 from vit.train.options import TrainOptions
-
-from helpers import one_line_refusal
-from reliability_util import ROOT, TINY, python_m_vit, run_cli
 
 slow = pytest.mark.slow
 OPTIONS = dict(dim=8, heads=2, mlp_dim=8, batch_size=256)
@@ -322,6 +321,7 @@ def test_every_write_in_vit_goes_through_vit_atomic():
 
 def test_write_atomic_is_temp_file_fsync_rename_fsync_folder():
     import inspect
+
     from vit.cli import plots
     from vit.io import atomic, npz
     src = inspect.getsource(atomic.write_atomic).split('"""')[2]  # the body
@@ -367,6 +367,7 @@ def test_the_holders_details_are_shown_printable_and_bounded(tmp_path):
     """What another holder wrote is only shown, and shown as one short printable line."""
     import fcntl
     import json
+
     from vit.train.runfolder import RunLock
     folder = tmp_path / "run"
     folder.mkdir()

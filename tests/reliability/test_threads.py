@@ -19,13 +19,12 @@ import time
 
 import numpy as np
 import pytest
+from helpers import blas_counts
 
 from minigrad import F, Tensor
-from minigrad.runtime import blas, parallel
 from minigrad.optim import AdamW
+from minigrad.runtime import blas, parallel
 from vit.model.tinyvit import TinyViT
-
-from helpers import blas_counts
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
@@ -109,7 +108,7 @@ def test_a_product_in_another_thread_has_the_main_threads_bits(blas_two_threads)
     cot = rng.standard_normal((64, 96)).astype(np.float32)
     main = linear_product(x0, w0, cot)
     other = in_thread(linear_product, x0, w0, cot)
-    for a, b in zip(main, other):
+    for a, b in zip(main, other, strict=True):
         np.testing.assert_array_equal(a, b)
 
 

@@ -5,13 +5,12 @@ import math
 
 import numpy as np
 import pytest
+import vit_reference as ref
+from ulps import assert_close_ulps, ulp_tolerance
 
 import minigrad as mg
 from minigrad import Tensor
 from vit import vit_block
-
-import vit_reference as ref
-from ulps import assert_close_ulps, ulp_tolerance
 
 N, T, D, F, H = 2, 5, 8, 12, 2
 
@@ -134,7 +133,7 @@ def test_inputs_unchanged(args):
     vit_block(*args, H)
     ts = [Tensor(a, requires_grad=True) for a in args]
     vit_block(*ts, H).sum().backward()
-    for a, c in zip(args, copies):
+    for a, c in zip(args, copies, strict=True):
         np.testing.assert_array_equal(a, c)
 
 

@@ -8,12 +8,11 @@ import re
 
 import numpy as np
 import pytest
+from cli_util import run_cli as run
 
 import vit
 from vit.train.checkpoint import load_checkpoint
 from vit.train.data import load_digits
-
-from cli_util import run_cli as run  # noqa: E402
 
 SMALL = ["--dim", "16", "--heads", "2", "--mlp-dim", "32", "--quiet"]
 

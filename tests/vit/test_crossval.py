@@ -7,16 +7,15 @@ import json
 
 import numpy as np
 import pytest
+from cli_util import run_cli
 
+from vit.io.npz import load_npz
+from vit.model.normalizer import Normalizer
 from vit.train.checkpoint import load_checkpoint
 from vit.train.crossval import merged, stratified_folds
-from vit.model.normalizer import Normalizer
 from vit.train.data import load_digits
-from vit.io.npz import load_npz
 from vit.train.loop import evaluate
 from vit.train.options import TrainOptions
-
-from cli_util import run_cli  # noqa: E402
 
 LABELS = {
     "digits": load_digits().y_train,
@@ -158,8 +157,9 @@ def test_bad_crossval_input_exits_2_without_writing(args, words, tmp_path, capsy
 
 
 def test_train_options_and_crossval_share_every_training_option():
-    from vit.cli.main import build_parser
     import argparse
+
+    from vit.cli.main import build_parser
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     dests = {a.dest for a in sub.choices["crossval"]._actions}
@@ -198,6 +198,7 @@ def test_crossval_holds_no_copy_of_the_data_while_its_runs_train(tmp_path, monke
     second and third copy beside the run's own)."""
     import gc
     import weakref
+
     from vit.train import crossval as cv
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(2), 200)

@@ -9,10 +9,18 @@ import struct
 
 import numpy as np
 import pytest
-
-from vit.train.data import DIGITS_PATH, load_data, load_digits, load_idx_folder, load_npz_dataset, position_task, read_idx, stratified_split
-
 from reliability_util import TINY, run_cli  # tests/reliability/, on sys.path (tests/conftest.py)
+
+from vit.train.data import (
+    DIGITS_PATH,
+    load_data,
+    load_digits,
+    load_idx_folder,
+    load_npz_dataset,
+    position_task,
+    read_idx,
+    stratified_split,
+)
 
 
 # ---- the bundled digits ----------------------------------------------------------------------

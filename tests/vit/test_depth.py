@@ -11,14 +11,13 @@ import json
 
 import numpy as np
 import pytest
+import vit_reference as ref
 
 import minigrad as mg
 from minigrad import F, Tensor
 from vit.model import manual
 from vit.model.config import MAX_DEPTH, limits, parameter_count, parameter_shapes
 from vit.model.tinyvit import TinyViT
-
-import vit_reference as ref
 
 SMALL = dict(img_size=4, patch_size=2, in_chans=1, dim=4, num_heads=2, mlp_dim=6, num_classes=3)
 BLOCK = ("norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.proj.weight", "norm2.weight",
@@ -47,7 +46,7 @@ def test_depth_1_is_the_default_and_builds_the_same_model_bit_for_bit():
     assert list(default.state_dict()) == list(explicit.state_dict())
     assert all(n.startswith("block.") for n in default.state_dict() if "." in n and
                n.split(".")[0] not in ("patch_embed", "norm", "head"))
-    for (name, a), b in zip(default.state_dict().items(), explicit.state_dict().values()):
+    for (name, a), b in zip(default.state_dict().items(), explicit.state_dict().values(), strict=True):
         np.testing.assert_array_equal(a, b, err_msg=name)
     assert not hasattr(default, "blocks") and default.encoder_blocks() == [default.block]
 
@@ -210,7 +209,7 @@ def test_save_load_round_trip_keeps_depth_and_every_bit(tmp_path, depth):
     model.save(tmp_path / "m.npz")
     back = TinyViT.load(tmp_path / "m.npz")
     assert back.config == model.config and back.config["depth"] == depth
-    for (name, a), b in zip(model.state_dict().items(), back.state_dict().values()):
+    for (name, a), b in zip(model.state_dict().items(), back.state_dict().values(), strict=True):
         np.testing.assert_array_equal(a, b, err_msg=name)
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vit.train.checkpoint import load_checkpoint
 from vit.cli.main import main
 from vit.model.config import MAX_DEPTH, limits, parameter_count
+from vit.train.checkpoint import load_checkpoint
 from vit.train.options import TrainOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
-from hostile_util import small_checkpoint  # noqa: E402
+from hostile_util import small_checkpoint
 
 SMALL = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--quiet", "--epochs", "2",
          "--batch-size", "512", "--rotate", "0", "--scale", "0", "--translate", "0"]

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from vit.io.digit_image import area_resize, block_counts, digit_features, fit_to_frame, ink_mask, otsu_threshold
-
 from hostile_util import run_limited  # tests/reliability/, on sys.path (tests/conftest.py)
+
+from vit.io.digit_image import (
+    area_resize,
+    block_counts,
+    digit_features,
+    fit_to_frame,
+    ink_mask,
+    otsu_threshold,
+)
 
 
 def paper(h: int, w: int) -> np.ndarray:

@@ -8,11 +8,10 @@ import os
 
 import numpy as np
 import pytest
+from cli_util import run_cli
 
 from vit import TinyViT
 from vit.model.normalizer import Normalizer
-
-from cli_util import run_cli
 
 CFG = dict(img_size=8, patch_size=4, dim=8, num_heads=2, mlp_dim=8, num_classes=3)
 

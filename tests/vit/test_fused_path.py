@@ -19,16 +19,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import (
+    FUSED_OPS,
+    VIT_CONFIG,
+    block_pass,
+    model_pass,
+    op_names,
+    random_block,
+    random_images,
+    random_model,
+)
+from ulps import assert_close_ulps
 
 import minigrad as mg
 from minigrad import F, Tensor
-from ulps import assert_close_ulps
 from vit.model import fused as fused_stages
 from vit.model.block import Block
 from vit.model.tinyvit import TinyViT, patchify
-
-from helpers import (FUSED_OPS, VIT_CONFIG, block_pass, model_pass, op_names, random_block,
-                     random_images, random_model)
 
 # the block's parameters in the order encoder_block takes them (its signature)
 BLOCK_PARAMS = ("norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.proj.weight",
@@ -203,7 +210,7 @@ def test_apply_unchecked_records_what_the_op_wrapper_records():
         assert op_names(out) == ["cls_head"]
         out.backward(cot)
         results.append([out.data, t.grad] + [p.grad.copy() for p in params])
-    for a, b in zip(*results):
+    for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
 
 

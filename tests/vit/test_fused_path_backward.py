@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import (
+    FUSED_OPS,
+    VIT_CONFIG,
+    block_pass,
+    model_pass,
+    op_names,
+    random_block,
+    random_model,
+)
+from ulps import assert_close_ulps
 
 import minigrad as mg
 from minigrad import F, Tensor
-from ulps import assert_close_ulps
 from vit.cli.attention_maps import token_attention_weights
 from vit.model.tinyvit import TinyViT
-
-from helpers import (FUSED_OPS, VIT_CONFIG, block_pass, model_pass, op_names, random_block,
-                     random_model)
 
 
 # ---- backward passes ----------------------------------------------------------------------------
@@ -34,11 +40,11 @@ def test_a_second_backward_pass_doubles_every_gradient_and_nothing_is_modified(f
     logits.backward(cot, retain_graph=True)
     first = [p.grad.copy() for p in model.parameters()]
     logits.backward(cot)  # the same cotangent object: every VJP must run again
-    for p, a in zip(model.parameters(), first):
+    for p, a in zip(model.parameters(), first, strict=True):
         np.testing.assert_array_equal(p.grad, 2 * a)  # doubling is exact
     np.testing.assert_array_equal(x, x0)
     np.testing.assert_array_equal(cot, cot0)
-    for p, b in zip(model.parameters(), before):
+    for p, b in zip(model.parameters(), before, strict=True):
         np.testing.assert_array_equal(p.data, b)
 
 
@@ -54,7 +60,7 @@ def test_a_blocks_inputs_and_cotangent_are_not_modified_and_a_second_pass_agrees
     out.backward(cot, retain_graph=True)
     first = [t.grad.copy()] + [p.grad.copy() for p in block.parameters()]
     out.backward(cot)  # the same cotangent object again: the backward must run again
-    for p, a in zip(block.parameters(), first[1:]):
+    for p, a in zip(block.parameters(), first[1:], strict=True):
         np.testing.assert_array_equal(p.grad, 2 * a)  # doubling is exact
     if fused:  # t reaches one op: its gradient doubles exactly too
         np.testing.assert_array_equal(t.grad, 2 * first[0])
@@ -62,7 +68,7 @@ def test_a_blocks_inputs_and_cotangent_are_not_modified_and_a_second_pass_agrees
         assert_close_ulps(t.grad, 2 * first[0])
     np.testing.assert_array_equal(x, x0)
     np.testing.assert_array_equal(cot, cot0)
-    for p, b in zip(block.parameters(), before):
+    for p, b in zip(block.parameters(), before, strict=True):
         np.testing.assert_array_equal(p.data, b)
 
 

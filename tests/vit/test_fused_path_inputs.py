@@ -11,13 +11,12 @@ import re
 
 import numpy as np
 import pytest
+from helpers import FUSED_OPS, VIT_CONFIG, op_names, random_block, random_images, random_model
+from ulps import assert_close_ulps
 
 from minigrad import Tensor
-from ulps import assert_close_ulps
 from vit.model.block import Block
 from vit.model.tinyvit import TinyViT
-
-from helpers import FUSED_OPS, VIT_CONFIG, op_names, random_block, random_images, random_model
 
 
 # ---- dtypes and LayerNorm eps -------------------------------------------------------------------

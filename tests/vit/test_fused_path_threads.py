@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import FUSED_OPS, blas_counts, op_names, random_model
 
 from minigrad import Tensor
 from minigrad.runtime.blas import blas_threads
 from minigrad.runtime.parallel import BLAS_THREADED_FLOPS
-
-from helpers import FUSED_OPS, blas_counts, op_names, random_model
 
 
 def largest_products(config: dict, B: int) -> dict:
@@ -67,5 +66,5 @@ def test_the_same_bits_for_any_blas_thread_count_where_blas_would_split_a_produc
         assert (FUSED_OPS <= ops) if fused else not FUSED_OPS & ops
         runs.append([logits.data, x.grad] + [p.grad.copy() for p in model.parameters()])
     for run in runs[1:]:
-        for a, b in zip(runs[0], run):
+        for a, b in zip(runs[0], run, strict=True):
             np.testing.assert_array_equal(a, b)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from cli_util import run_cli as run
 
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import normalization
 from vit import TinyViT
-
-from cli_util import run_cli as run  # noqa: E402
 
 
 def kinds(out: str) -> dict:

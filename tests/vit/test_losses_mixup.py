@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import vit_reference as ref
 
 from minigrad import F, Tensor
 from vit import TinyViT, cross_entropy, mixup, one_hot
-
-import vit_reference as ref
 
 K = 4
 
@@ -64,7 +63,7 @@ def test_mixup_loss_equals_weighted_losses_value_and_every_gradient(data):
     mix_value, mix_grads = run(lambda z: m.lam * F.cross_entropy(z, y)
                                + (1 - m.lam) * F.cross_entropy(z, y[m.index]))
     assert soft_value == pytest.approx(mix_value, rel=1e-12)
-    for g_soft, g_mix in zip(soft_grads, mix_grads):
+    for g_soft, g_mix in zip(soft_grads, mix_grads, strict=True):
         np.testing.assert_allclose(g_soft, g_mix, rtol=1e-10, atol=1e-14)
     assert model.loss(m.x, m.y) == pytest.approx(mix_value, rel=1e-12)
 
@@ -142,7 +141,7 @@ def test_inputs_not_modified_and_dtype_kept(data):
     assert m.x.dtype == np.float32 and m.y.dtype == np.float32
     m2 = mixup(x32, soft, K, lam=0.3, flip=True)
     np.testing.assert_allclose(m2.y, 0.3 * soft + 0.7 * soft[::-1], rtol=1e-6)
-    for a, c in zip((x32, y, soft), copies):
+    for a, c in zip((x32, y, soft), copies, strict=True):
         np.testing.assert_array_equal(a, c)
     assert not np.shares_memory(m.x, x32)
 

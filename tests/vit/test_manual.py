@@ -134,9 +134,9 @@ def test_block_backward_leaves_its_cache_as_it_was():
     _, cache = manual.block_forward(t, weights, batch, cfg["num_heads"])
     saved = [a.copy() for a in _arrays(cache)]
     dt1, first = manual.block_backward(g, cache, batch, cfg["num_heads"])
-    for a, b in zip(_arrays(cache), saved):
+    for a, b in zip(_arrays(cache), saved, strict=True):
         np.testing.assert_array_equal(a, b)
     dt2, second = manual.block_backward(g, cache, batch, cfg["num_heads"])
     np.testing.assert_array_equal(dt2, dt1)
-    for name, a, b in zip(manual.BLOCK_PARAMS, first, second):
+    for name, a, b in zip(manual.BLOCK_PARAMS, first, second, strict=True):
         np.testing.assert_array_equal(b, a, err_msg=name)

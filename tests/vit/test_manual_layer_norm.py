@@ -8,9 +8,9 @@ divides it by √eps.
 """
 import numpy as np
 import pytest
+from ulps import assert_close_ulps
 
 from minigrad import F
-from ulps import assert_close_ulps
 from vit.model import manual
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import vit_reference as ref
 
 import minigrad as mg
 from minigrad import F, Tensor
 from vit import TinyViT
-
-import vit_reference as ref
 
 SMALL = dict(img_size=4, patch_size=2, in_chans=1, dim=4, num_heads=2, mlp_dim=6, num_classes=3)
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hostile_util import run_limited  # tests/reliability/, on sys.path (tests/conftest.py)
 
 from vit.model.normalizer import Normalizer
-
-from hostile_util import run_limited  # tests/reliability/, on sys.path (tests/conftest.py)
 
 
 def test_normalizer_uses_training_statistics_per_channel():

@@ -8,13 +8,19 @@ import pytest
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
+from cli_util import run_cli  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from vit.cli.main import main  # noqa: E402
-from vit.cli.plots import (DPI, attention_figure, confusion_figure,  # noqa: E402
-                          curves_figure, plot_attention, plot_confusion, plot_curves)
-
-from cli_util import run_cli  # noqa: E402
+from vit.cli.plots import (  # noqa: E402
+    DPI,
+    attention_figure,
+    confusion_figure,
+    curves_figure,
+    plot_attention,
+    plot_confusion,
+    plot_curves,
+)
 
 TINY = ["--dim", "8", "--heads", "2", "--mlp-dim", "8", "--batch-size", "256", "--quiet"]
 
@@ -119,7 +125,7 @@ def test_attention_has_a_colour_bar_and_shows_the_cls_self_weight():
     labels = [ax.get_xlabel() for ax in fig.axes[3:6]]
     assert labels == [f"CLS→CLS {own[i].mean():.2f}" for i in range(3)]
     assert "itself" in fig.get_suptitle()
-    for ax, m, s in zip(fig.axes[3:6], maps, own):  # what is drawn plus what is written is 1
+    for ax, _, s in zip(fig.axes[3:6], maps, own, strict=True):  # what is drawn plus what is written is 1
         np.testing.assert_allclose(np.asarray(ax.get_images()[0].get_array()).sum() + s.mean(),
                                    1.0, rtol=1e-12)
     without = attention_figure(rng.uniform(0, 16, (3, 1, 8, 8)), maps, np.arange(3),

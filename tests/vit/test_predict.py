@@ -12,17 +12,16 @@ import zlib
 
 import numpy as np
 import pytest
+from cli_util import run_cli
 
 import vit
-from vit.train.checkpoint import load_checkpoint
 from vit.cli.main import main
-from vit.train.data import load_digits
-from vit.model.tinyvit import TinyViT
 from vit.cli.predict import read_input
 from vit.model.predict import top_k
+from vit.model.tinyvit import TinyViT
+from vit.train.checkpoint import load_checkpoint
+from vit.train.data import load_digits
 from vit.train.loop import evaluate
-
-from cli_util import run_cli  # noqa: E402
 
 SMALL = ["--dim", "16", "--heads", "2", "--mlp-dim", "32", "--quiet"]
 
@@ -52,7 +51,7 @@ def test_load_of_a_checkpoint_keeps_its_normalizer(checkpoint):
     assert isinstance(model, TinyViT) and model.config == ck.model.config
     np.testing.assert_array_equal(model.normalizer.mean, ck.normalizer.mean)
     np.testing.assert_array_equal(model.normalizer.std, ck.normalizer.std)
-    for (name, a), (_, b) in zip(model.state_dict().items(), ck.model.state_dict().items()):
+    for (name, a), (_, b) in zip(model.state_dict().items(), ck.model.state_dict().items(), strict=True):
         np.testing.assert_array_equal(a, b, err_msg=name)
 
 
@@ -381,6 +380,7 @@ def test_a_jpeg_of_thousands_of_scans_is_refused_before_decoding(tmp_path):
     (a few hundred KB; each scan a pass over the image) is refused from its markers."""
     pytest.importorskip("PIL")
     from PIL import Image
+
     from vit.io.images import jpeg_scans, open_picture
     pixels = (np.random.default_rng(0).random((64, 64)) * 255).astype(np.uint8)
     Image.fromarray(pixels).save(tmp_path / "p.jpg", "JPEG", progressive=True)

@@ -48,8 +48,8 @@ def test_drawn_digits_are_recognized(default_model, capsys):
     assert [row["file"] for row in rows] == [str(p) for p in PICTURES]
     predicted = [row["top"][0]["class"] for row in rows]
     truth = [label(p) for p in PICTURES]
-    correct = sum(p == t for p, t in zip(predicted, truth))
-    assert correct >= 9, list(zip(truth, predicted))
+    correct = sum(p == t for p, t in zip(predicted, truth, strict=True))
+    assert correct >= 9, list(zip(truth, predicted, strict=True))
 
 
 def test_the_shipped_pictures_are_what_the_script_draws(tmp_path):

@@ -7,14 +7,13 @@ import os
 
 import numpy as np
 import pytest
+from helpers import one_line_refusal, perturbed_tinyvit
+from training_checkpoint import save_training_checkpoint
 
 from vit import TinyViT, from_timm, patchify
 from vit.cli.main import main
 from vit.model.normalizer import Normalizer
 from vit.model.timm_convert import to_timm
-
-from helpers import one_line_refusal, perturbed_tinyvit
-from training_checkpoint import save_training_checkpoint
 
 try:
     import safetensors.numpy as st

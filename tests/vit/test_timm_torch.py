@@ -16,15 +16,14 @@ import pytest
 torch = pytest.importorskip("torch")
 timm = pytest.importorskip("timm")
 pytest.importorskip("safetensors")
+from helpers import perturbed_tinyvit  # noqa: E402
 from timm.models.vision_transformer import VisionTransformer  # noqa: E402
+from training_checkpoint import save_training_checkpoint  # noqa: E402
 
 from vit import TinyViT, from_timm  # noqa: E402
-from vit.model.normalizer import Normalizer  # noqa: E402
 from vit.cli.timm_folder import export_timm  # noqa: E402
+from vit.model.normalizer import Normalizer  # noqa: E402
 from vit.model.timm_convert import to_timm  # noqa: E402
-
-from helpers import perturbed_tinyvit  # noqa: E402
-from training_checkpoint import save_training_checkpoint  # noqa: E402
 
 HAS_DEPTH = "depth" in inspect.signature(TinyViT).parameters
 EXPORT_DOC = Path(__file__).resolve().parents[2] / "docs" / "export.md"

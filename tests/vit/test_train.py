@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from vit.cli.attention_maps import cls_attention, token_attention_weights
-from vit.train.checkpoint import load_checkpoint
 from vit.cli.main import main
 from vit.model.tinyvit import TinyViT
+from vit.train.checkpoint import load_checkpoint
 from vit.train.loop import train
 from vit.train.optimizer import build_optimizer
 from vit.train.options import TrainOptions

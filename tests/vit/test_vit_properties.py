@@ -5,13 +5,12 @@ tests/minigrad/ops/test_all_ops_hypothesis.py."""
 from __future__ import annotations
 
 import numpy as np
+import vit_reference as ref
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import minigrad as mg
 from vit import patchify, unpatchify, vit_block
-
-import vit_reference as ref
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**32 - 1)

@@ -54,7 +54,7 @@ def test_vit_block_values_and_all_gradients(n, t, d, f, h):
     (expected * tt(cot, False)).sum().backward()
     np.testing.assert_allclose(out.data, expected.detach().numpy(), **TOL)
     np.testing.assert_allclose(vit_block(*arrays, h), expected.detach().numpy(), **TOL)
-    for name, a, b in zip(["x", "w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2"], ours, theirs):
+    for name, a, b in zip(["x", "w_q", "w_k", "w_v", "w_o", "w_mlp1", "w_mlp2"], ours, theirs, strict=True):
         np.testing.assert_allclose(a.grad, b.grad.numpy(), **TOL, err_msg=name)
 
 

@@ -9,6 +9,7 @@ import gc
 import weakref
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,8 +17,6 @@ from hypothesis import strategies as st
 
 import minigrad as mg
 from minigrad import F
-
-import helpers
 
 RNG = np.random.default_rng(3)
 leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))  # away from 0

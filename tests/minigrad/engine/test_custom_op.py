@@ -127,7 +127,7 @@ def test_record_for_a_variadic_op():
     y = weighted_sum(ts[0], const, ts[1], ts[2])
     assert y.op == "weighted_sum"
     y.sum().backward()
-    for k, t in zip((1, 3, 4), ts):
+    for k, t in zip((1, 3, 4), ts, strict=True):
         np.testing.assert_array_equal(t.grad, np.full(3, float(k)))
     mg.gradcheck(lambda a, b, c: weighted_sum(a, b, c), [t.detach().requires_grad_() for t in ts])
     with mg.no_grad():

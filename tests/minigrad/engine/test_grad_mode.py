@@ -6,12 +6,11 @@ from __future__ import annotations
 import threading
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 
 import minigrad as mg
-
-import helpers
 
 RNG = np.random.default_rng(3)
 leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))

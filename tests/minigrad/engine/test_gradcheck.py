@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
-
-import helpers
 
 RNG = np.random.default_rng(5)
 leaf = partial(helpers.leaf, RNG, within=(0.5, 1.5))

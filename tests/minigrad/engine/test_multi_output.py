@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
-
-import helpers
 
 RNG = np.random.default_rng(3)
 CALLS = {"sum_prod": 0, "split2": 0}

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
+from helpers import leaves, numpy_since_2
 
 import minigrad as mg
 from minigrad import F
-
-import helpers
-from helpers import leaves, numpy_since_2
 
 RNG = np.random.default_rng(1311)
 rn = partial(helpers.rn, RNG)
@@ -189,7 +188,7 @@ def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
     out = spelled(*ts)
     assert isinstance(out, mg.Tensor), type(out)
     _close(out.data, want)
-    for x, t in zip(arrays, ts):  # inputs never modified
+    for x, t in zip(arrays, ts, strict=True):  # inputs never modified
         np.testing.assert_array_equal(x, t.data if isinstance(t, mg.Tensor) else t)
 
     refs = leaves(arrays)
@@ -198,16 +197,16 @@ def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
     g = RNG.standard_normal(out.shape).astype(dtype)
     out.backward(g)
     ref.backward(g)
-    for t, r in zip(ts, refs):
+    for t, r in zip(ts, refs, strict=True):
         if isinstance(t, mg.Tensor):
             np.testing.assert_array_equal(t.grad, r.grad)
 
 
 def test_every_table_entry_is_tested():
-    from minigrad import numpy_api
-
     from op_cases.numpy_spellings import CASES as CASES_MORE  # issue 14's entries
     from op_cases.numpy_spellings import NOT_DIFFERENTIABLE
+
+    from minigrad import numpy_api
 
     tested = {c[0] for c in CASES + CASES_MORE} | set(NOT_DIFFERENTIABLE)
     table = (set(numpy_api.UFUNCS) | {("reduce", u) for u in numpy_api.REDUCTIONS}
@@ -326,6 +325,6 @@ def test_clip_bound_that_requires_grad_gets_the_gradient_F_clip_gives():
         t, lo, hi = (mg.Tensor(a, requires_grad=True) for a in (x, np.zeros(3), np.ones(3)))
         (clip(t, lo, hi) * np.array([1.0, 2.0, 3.0])).sum().backward()
         grads.append((t.grad, lo.grad, hi.grad))
-    for ours, theirs in zip(*grads):
+    for ours, theirs in zip(*grads, strict=True):
         np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_array_equal(grads[0][1], [1.0, 0.0, 0.0])  # below a_min: to a_min

@@ -8,13 +8,12 @@ from __future__ import annotations
 import re
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
+from helpers import numpy_since_2
 
 import minigrad as mg
-
-import helpers
-from helpers import numpy_since_2
 
 RNG = np.random.default_rng(1312)
 rn = partial(helpers.rn, RNG)

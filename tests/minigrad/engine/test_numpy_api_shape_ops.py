@@ -73,7 +73,7 @@ def test_numpy_spelling_gradcheck_float64(fn, shapes):
     before = [x.copy() for x in inputs]
     report = mg.gradcheck(fn, inputs, atol=1e-7, rtol=1e-6)
     assert report.ok and len(report.inputs) == len(inputs)
-    for x, b in zip(inputs, before):
+    for x, b in zip(inputs, before, strict=True):
         np.testing.assert_array_equal(x, b)
 
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
-
-import minigrad as mg
-from minigrad import numpy_api
+from helpers import leaves
 from op_cases.numpy_spellings import CASES as CASES_MORE
 from op_cases.numpy_spellings import NOT_DIFFERENTIABLE
 
-import helpers
-from helpers import leaves
+import minigrad as mg
+from minigrad import numpy_api
 
 RNG = np.random.default_rng(1408)  # cotangents and the inputs made here
 rn = partial(helpers.rn, RNG)
@@ -37,7 +36,7 @@ def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
     g = RNG.standard_normal(out.shape).astype(dtype)
     out.backward(g)
     ref.backward(g)
-    for t, r in zip(ts, refs):
+    for t, r in zip(ts, refs, strict=True):
         np.testing.assert_array_equal(t.grad, r.grad)
 
 

@@ -5,12 +5,11 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import blas_counts
 
 import minigrad as mg
 from minigrad import F
 from minigrad.runtime import blas, parallel
-
-from helpers import blas_counts
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (7, 3), (1000, 257), (3001, 64), (5, 70000)])
@@ -125,7 +124,7 @@ def test_fused_ops_on_large_arrays_match_one_thread_bit_for_bit(threads, monkeyp
         y.backward(cot)
         results.append([y.data, x.grad] + ([w.grad, b.grad] if name == "layer_norm" else []))
     for other in results[1:]:
-        for a, c in zip(results[0], other):
+        for a, c in zip(results[0], other, strict=True):
             assert a.dtype == dtype
             np.testing.assert_array_equal(a, c)
     if dtype == np.float64:  # and they are the right answer
@@ -133,7 +132,7 @@ def test_fused_ops_on_large_arrays_match_one_thread_bit_for_bit(threads, monkeyp
         y = _composed(name, x, w, b)
         y.backward(cot)
         expected = [y.data, x.grad] + ([w.grad, b.grad] if name == "layer_norm" else [])
-        for got, want in zip(results[0], expected):
+        for got, want in zip(results[0], expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
@@ -234,7 +233,7 @@ def test_split_linear_products_match_one_thread_bit_for_bit(threads, dtype, x_sh
         y.backward(cot)
         results.append([y.data, x.grad, w.grad, b.grad])
     for other in results[1:]:
-        for a, c in zip(results[0], other):
+        for a, c in zip(results[0], other, strict=True):
             np.testing.assert_array_equal(a, c)
     x64, w64, c64 = (a.astype(np.float64) for a in (x0, w0, cot))
     tol = dict(rtol=1e-3, atol=1e-2) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-10)
@@ -259,7 +258,7 @@ def test_linear_does_not_depend_on_the_blas_thread_count():
             y = F.linear(x, w)
             y.backward(cot)
             ours.append([y.data, x.grad, w.grad])
-    for a, b in zip(*ours):
+    for a, b in zip(*ours, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(ours[0][0], raw[0], rtol=1e-4, atol=1e-3)
 

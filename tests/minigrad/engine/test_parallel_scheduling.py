@@ -111,6 +111,6 @@ def test_the_same_bits_when_the_caller_runs_every_part(threads, taken_pool, monk
     shared = _linear_and_softmax(x0, w0, cot)
     threads(1)
     alone = _linear_and_softmax(x0, w0, cot)
-    for a, b, c in zip(late["value"], shared, alone):
+    for a, b, c in zip(late["value"], shared, alone, strict=True):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, c)

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import functools
 
+import helpers
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
-
-import helpers
 
 RNG = np.random.default_rng(13)
 leaf = functools.partial(helpers.leaf, RNG)

@@ -9,11 +9,11 @@ import operator
 
 import numpy as np
 import pytest
+from op_cases.catalogs import zero_d_catalog  # the catalog: tests/minigrad/op_cases/
 
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
-from op_cases.catalogs import zero_d_catalog  # the catalog: tests/minigrad/op_cases/
 
 COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
 

@@ -94,7 +94,7 @@ def test_parameter_rejects_non_floating_data():
 def test_named_parameters_are_dotted_and_in_registration_order():
     model = Model()
     assert [name for name, _ in model.named_parameters()] == EXPECTED_NAMES
-    assert all(a is b for a, (_, b) in zip(model.parameters(), model.named_parameters()))
+    assert all(a is b for a, (_, b) in zip(model.parameters(), model.named_parameters(), strict=True))
     assert model.note == "plain attribute" and "note" not in model._parameters
     assert model.blocks[1].proj.weight is model.blocks._modules["1"].proj.weight
     assert model.num_parameters() == 4 + 2 * (4 + 4 + 16 + 4) + 12
@@ -168,8 +168,8 @@ def test_load_state_dict_round_trip_in_place_and_input_untouched(tmp_path):
     snapshot = {k: v.copy() for k, v in state.items()}
     result = target.load_state_dict(state)
     assert result == ([], []) and result.missing_keys == [] and result.unexpected_keys == []
-    assert all(a is p.data for a, p in zip(arrays_before, target.parameters()))
-    for (name, p), (_, q) in zip(source.named_parameters(), target.named_parameters()):
+    assert all(a is p.data for a, p in zip(arrays_before, target.parameters(), strict=True))
+    for (name, p), (_, q) in zip(source.named_parameters(), target.named_parameters(), strict=True):
         np.testing.assert_array_equal(p.data, q.data, err_msg=name)
     x = mg.Tensor(np.random.default_rng(3).standard_normal((2, 4)))
     np.testing.assert_array_equal(source(x).data, target(x).data)

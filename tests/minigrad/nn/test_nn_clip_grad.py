@@ -33,7 +33,7 @@ def test_clip_grad_norm_matches_numpy(norm_type):
     total = clip_grad_norm_(ps, max_norm=1.0, norm_type=norm_type)
     assert abs(total - expected) <= tol(np.float64, expected)
     coef = 1.0 / (expected + 1e-6)
-    for p, g in zip(ps, grads):
+    for p, g in zip(ps, grads, strict=True):
         np.testing.assert_allclose(p.grad, g * coef, rtol=0, atol=tol(np.float64, 1.0))
     assert ps[2].grad is None
 
@@ -44,10 +44,10 @@ def test_clip_grad_norm_leaves_small_gradients_and_old_arrays_alone():
     copies = [g.copy() for g in olds]
     total = clip_grad_norm_(ps, max_norm=1e6)
     assert total > 0
-    for p, c in zip(ps, copies):
+    for p, c in zip(ps, copies, strict=True):
         np.testing.assert_array_equal(p.grad, c)
     clip_grad_norm_(ps, max_norm=0.5)
-    for old, c in zip(olds, copies):
+    for old, c in zip(olds, copies, strict=True):
         np.testing.assert_array_equal(old, c)  # the arrays given are not written
 
 
@@ -58,13 +58,13 @@ def test_clip_grad_norm_matches_torch(norm_type, dtype):
     ps = params_with_grads(1, dtype)
     ts = [torch.zeros(p.shape, dtype=getattr(torch, np.dtype(dtype).name), requires_grad=True)
           for p in ps]
-    for p, t in zip(ps, ts):
+    for p, t in zip(ps, ts, strict=True):
         if p.grad is not None:
             t.grad = torch.tensor(p.grad)
     total = clip_grad_norm_(ps, max_norm=0.7, norm_type=norm_type)
     ttotal = float(torch.nn.utils.clip_grad_norm_(ts, max_norm=0.7, norm_type=norm_type))
     assert abs(total - ttotal) <= tol(dtype, ttotal)
-    for p, t in zip(ps[:2], ts[:2]):
+    for p, t in zip(ps[:2], ts[:2], strict=True):
         assert p.grad.dtype == dtype
         np.testing.assert_allclose(p.grad, t.grad.numpy(), rtol=0, atol=tol(dtype, 1.0))
 
@@ -73,7 +73,7 @@ def test_clip_grad_value_matches_torch_or_numpy():
     ps = params_with_grads(2)
     grads = [p.grad.copy() for p in ps[:2]]
     clip_grad_value_(ps, 1.5)
-    for p, g in zip(ps, grads):
+    for p, g in zip(ps, grads, strict=True):
         np.testing.assert_array_equal(p.grad, np.minimum(np.maximum(g, -1.5), 1.5))
     assert ps[2].grad is None and any((np.abs(g) > 1.5).any() for g in grads)
     torch = pytest.importorskip("torch")
@@ -132,10 +132,10 @@ def test_clipping_never_writes_into_the_old_gradient_arrays(fn):
         assert total == pytest.approx(want, rel=1e-12)
     else:
         clip_grad_value_(params, 0.5)
-    for g, c in zip(old, copies):
+    for g, c in zip(old, copies, strict=True):
         if c is not None:
             np.testing.assert_array_equal(g, c)  # the old arrays are untouched
-    for p, c in zip(params, copies):
+    for p, c in zip(params, copies, strict=True):
         if c is None:
             assert p.grad is None
         else:

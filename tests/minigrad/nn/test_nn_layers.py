@@ -3,13 +3,12 @@ against torch where installed and NumPy otherwise, gradients against finite diff
 from collections import OrderedDict
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F, nn
-
-import helpers
 
 assert_close = partial(helpers.assert_close, ulps=256)
 RNG = np.random.default_rng(1414)
@@ -243,7 +242,7 @@ def test_a_registered_module_may_still_be_replaced_by_name():
     seq.add_module("1", tanh)
     assert list(seq.children())[1] is tanh
     x = mg.Tensor(np.array([[1.0, -2.0]]))
-    lin = list(seq.children())[0]
+    lin = next(iter(seq.children()))
     np.testing.assert_array_equal(seq(x).data, np.tanh(lin(x).data))
 
 

@@ -132,7 +132,7 @@ def test_eval_mode_survives_a_state_dict_load():
     other.load_state_dict(model.state_dict())
     assert all(not m.training for m in other.modules())
     x = np.arange(8.0).reshape(2, 4)
-    lin = list(model.children())[0]
+    lin = next(iter(model.children()))
     np.testing.assert_array_equal(other(mg.Tensor(x)).data, lin(mg.Tensor(x)).data)
     # torch agrees that load_state_dict leaves the mode alone
     t = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()

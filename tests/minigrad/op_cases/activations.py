@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _sid, add_case, torch_table
 from .base import rn as shared_rn

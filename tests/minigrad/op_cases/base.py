@@ -10,9 +10,8 @@ from __future__ import annotations
 import sys
 from functools import partial
 
-import numpy as np
-
 import helpers  # tests/, on sys.path (tests/conftest.py)
+import numpy as np
 
 
 class OpCase:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _sid, add_case, torch_table
 

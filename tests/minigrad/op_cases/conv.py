@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
 
@@ -15,7 +14,7 @@ from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  #
 # ---- convolution, pooling, pad (references: loops over every output element) ----------------
 def _pads2(padding, kernel, dilation):
     if padding == "same":  # PyTorch's: the odd pixel of an even kernel goes after
-        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        total = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
         return [(t // 2, t - t // 2) for t in total]
     return [(p, p) for p in ((padding,) * 2 if np.ndim(padding) == 0 else padding)]
 
@@ -84,11 +83,11 @@ def np_pad(x, pad_width, mode="constant", value=0.0):
     """Every output element from its source index: constant outside, mirror (period 2n - 2)
     for reflect, the nearest end for edge."""
     pairs = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
-    shape = tuple(n + b + a for n, (b, a) in zip(x.shape, pairs))
+    shape = tuple(n + b + a for n, (b, a) in zip(x.shape, pairs, strict=True))
     out = np.empty(shape)
     for index in np.ndindex(*shape):
         src = []
-        for i, n, (b, _) in zip(index, x.shape, pairs):
+        for i, n, (b, _) in zip(index, x.shape, pairs, strict=True):
             j = i - b
             if mode == "edge":
                 j = min(max(j, 0), n - 1)
@@ -96,7 +95,7 @@ def np_pad(x, pad_width, mode="constant", value=0.0):
                 j = 0 if n == 1 else j % (2 * n - 2)
                 j = 2 * n - 2 - j if j > n - 1 else j
             src.append(j)
-        inside = all(0 <= j < n for j, n in zip(src, x.shape))
+        inside = all(0 <= j < n for j, n in zip(src, x.shape, strict=True))
         out[index] = x[tuple(src)] if inside else value
     return out
 

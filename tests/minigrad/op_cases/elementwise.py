@@ -3,16 +3,14 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 import scipy.special as sp
 
 import minigrad as mg
 from minigrad import F
 
-import helpers  # tests/, on sys.path (tests/conftest.py)
-
-from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
-
+from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table
 
 # ---- elementwise, binary, with broadcasting and rank promotion -----------------------------
 BCAST = [((3, 4), (3, 4)), ((3, 1, 4), (5, 4)), ((), (2, 3)), ((2, 3), ()), ((4,), (3, 1)),

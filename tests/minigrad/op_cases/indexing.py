@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import _sid, add_case, torch_table
 
@@ -95,7 +94,7 @@ for shift, axis in [(2, None), (-1, 0), (5, -1), ((1, -2), (0, 2)), ((1, 2), (1,
             flat = a.reshape(-1)
             return flat[(np.arange(flat.size) - shift) % flat.size].reshape(a.shape)
         out = a
-        for s, ax in zip(np.atleast_1d(shift), np.atleast_1d(axis)):
+        for s, ax in zip(np.atleast_1d(shift), np.atleast_1d(axis), strict=True):
             out = np.take(out, (np.arange(a.shape[ax]) - s) % a.shape[ax], axis=ax)
         return out
 

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 from minigrad import F
 
-import helpers  # tests/, on sys.path (tests/conftest.py)
-
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
-
 
 # ---- matmul ---------------------------------------------------------------------------------
 MATMUL = [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((2, 3, 4), (4,)), ((4,), (2, 4, 3)),

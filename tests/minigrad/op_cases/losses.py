@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import add_case, torch_table
 
@@ -283,19 +282,20 @@ def _torch_every_argument(torch, add):
         _y4 = rng.integers(0, 3, (2, 4, 2))
         _y4[0, 0, 0] = _y4[1, 2, 1] = 1  # class 1 is ignore_index here: inside [0, C)
         case(f"nll_loss-4d-weight-ignore=1-{red}",
-             lambda a, r=red: F.nll_loss(a, _y4, weight=_wc[:3], ignore_index=1, reduction=r),
-             lambda a, r=red: TF.nll_loss(a, torch.from_numpy(_y4), weight=tw(_wc[:3], a),
-                                          ignore_index=1, reduction=r), rn(2, 3, 4, 2))
+             lambda a, r=red, y=_y4: F.nll_loss(a, y, weight=_wc[:3], ignore_index=1,
+                                                 reduction=r),
+             lambda a, r=red, y=_y4: TF.nll_loss(a, torch.from_numpy(y), weight=tw(_wc[:3], a),
+                                                 ignore_index=1, reduction=r), rn(2, 3, 4, 2))
         case(f"nll_loss-1d-{red}", lambda a, r=red: F.nll_loss(a, np.array(3), reduction=r),
              lambda a, r=red: TF.nll_loss(a, torch.tensor(3), reduction=r), rn(5))
         # cross_entropy on (B, T, C) here is (B, C, T) for torch
         _y3 = np.array([[1, -100, 4], [0, 2, 2]])
         for ls in (0.0, 0.2):
             case(f"cross_entropy-3d-weight-ignore-{red}-ls={ls}",
-                 lambda a, r=red, ls=ls: F.cross_entropy(a, _y3, weight=_wc, reduction=r,
-                                                         label_smoothing=ls),
-                 lambda a, r=red, ls=ls: TF.cross_entropy(
-                     a.permute(0, 2, 1), torch.from_numpy(_y3), weight=tw(_wc, a),
+                 lambda a, r=red, ls=ls, y3=_y3: F.cross_entropy(a, y3, weight=_wc, reduction=r,
+                                                                 label_smoothing=ls),
+                 lambda a, r=red, ls=ls, y3=_y3: TF.cross_entropy(
+                     a.permute(0, 2, 1), torch.from_numpy(y3), weight=tw(_wc, a),
                      reduction=r, label_smoothing=ls), rn(2, 3, 5))
             case(f"cross_entropy-soft-weight-{red}-ls={ls}",
                  lambda a, t, r=red, ls=ls: F.cross_entropy(a, t, weight=_wc, reduction=r,
@@ -305,15 +305,15 @@ def _torch_every_argument(torch, add):
                  rn(4, 5), rng.dirichlet(np.ones(5), 4))
         # the class axis: axis=1 is torch's own layout, nothing permuted
         case(f"cross_entropy-axis=1-weight-ignore-{red}",
-             lambda a, r=red: F.cross_entropy(a, _y3, weight=_wc, reduction=r,
+             lambda a, r=red, y3=_y3: F.cross_entropy(a, y3, weight=_wc, reduction=r,
                                               label_smoothing=0.1, axis=1),
-             lambda a, r=red: TF.cross_entropy(a, torch.from_numpy(_y3), weight=tw(_wc, a),
+             lambda a, r=red, y3=_y3: TF.cross_entropy(a, torch.from_numpy(y3), weight=tw(_wc, a),
                                                reduction=r, label_smoothing=0.1), rn(2, 5, 3))
         case(f"cross_entropy-axis=1-soft-{red}",
              lambda a, t, r=red: F.cross_entropy(a, t, reduction=r, axis=1),
              lambda a, t, r=red: TF.cross_entropy(a, t, reduction=r), rn(2, 5, 3),
              np.moveaxis(rng.dirichlet(np.ones(5), (2, 3)), -1, 1))
         case(f"nll_loss-axis=-1-weight-ignore-{red}",
-             lambda a, r=red: F.nll_loss(a, _y3, weight=_wc, reduction=r, axis=-1),
-             lambda a, r=red: TF.nll_loss(a.permute(0, 2, 1), torch.from_numpy(_y3),
+             lambda a, r=red, y3=_y3: F.nll_loss(a, y3, weight=_wc, reduction=r, axis=-1),
+             lambda a, r=red, y3=_y3: TF.nll_loss(a.permute(0, 2, 1), torch.from_numpy(y3),
                                           weight=tw(_wc, a), reduction=r), rn(2, 3, 5))

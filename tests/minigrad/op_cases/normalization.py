@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 from .base import add_case, rn, torch_table
 

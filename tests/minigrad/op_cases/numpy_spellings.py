@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 from minigrad import F
-
-import helpers  # tests/, on sys.path (tests/conftest.py)
 
 RNG = np.random.default_rng(1407)
 rn = partial(helpers.rn, RNG)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 import scipy.special as sp
 
 from minigrad import F
 
-import helpers  # tests/, on sys.path (tests/conftest.py)
-
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
-
 
 # ---- reductions -----------------------------------------------------------------------------
 AXES = [None, 0, 2, -1, (0, 2), (-1, 1), (0, 1, 2)]

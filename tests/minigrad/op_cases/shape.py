@@ -3,15 +3,13 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers  # tests/, on sys.path (tests/conftest.py)
 import numpy as np
 
 import minigrad as mg
 from minigrad import F
 
-import helpers  # tests/, on sys.path (tests/conftest.py)
-
 from .base import _rng, _sid, add_case, away, pos, rn, separated, torch_table  # noqa: F401
-
 
 # ---- shape ops ------------------------------------------------------------------------------
 for shape in [(6, 4), (-1,), (4, 1, 6), (2, -1, 3)]:

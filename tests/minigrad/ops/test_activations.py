@@ -12,11 +12,16 @@ import math
 import numpy as np
 import pytest
 import scipy.special as sp
+from helpers import (
+    assert_same_function,
+    c_gelu_tanh,
+    c_log_softmax,
+    c_softmax,
+    grad_of,
+    value_and_grads,
+)
 
 from minigrad import F
-
-from helpers import (assert_same_function, c_gelu_tanh, c_log_softmax, c_softmax, grad_of,
-                     value_and_grads)
 
 F32, F64 = np.float32, np.float64
 RNG = np.random.default_rng(7)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as sp
+from op_cases.catalogs import bool_catalog  # the catalog: tests/minigrad/op_cases/
 
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
-from op_cases.catalogs import bool_catalog  # the catalog: tests/minigrad/op_cases/
 
 
 def _run(case, dtype, seed=0):
@@ -53,9 +53,9 @@ def test_inputs_are_never_modified(mg_op_case):
     saved_out = out.data.copy()
     out.backward(np.random.default_rng(1).standard_normal(out.shape), retain_graph=True)
     out.backward(np.random.default_rng(2).standard_normal(out.shape))
-    for x, c in zip(case.inputs, copies):
+    for x, c in zip(case.inputs, copies, strict=True):
         np.testing.assert_array_equal(x, c, err_msg=f"{case.id}: an input array was written")
-    for t, x in zip(ts, case.inputs):  # Tensor wraps without copying: still the same array
+    for t, x in zip(ts, case.inputs, strict=True):  # Tensor wraps without copying: still the same array
         assert not isinstance(t, mg.Tensor) or t.data is x
     np.testing.assert_array_equal(out.data, saved_out, err_msg="backward changed the output")
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 import pkgutil
 
 import numpy as np
+import op_cases  # the case table: one module per op family
 import pytest
+from helpers import leaves
+from op_cases import OP_CASES
 
 import minigrad as mg
 from minigrad import F
 from minigrad.ops import PUBLIC_OPS
-
-import op_cases  # the case table: one module per op family
-from op_cases import OP_CASES
-
-from helpers import leaves
 
 
 def test_every_public_op_has_gradcheck_cases():
@@ -162,7 +160,7 @@ def test_split_values_and_shared_gradient():
     x = np.arange(24.0).reshape(2, 3, 4)
     for how, axis in [(2, 0), (3, 1), ([1, 3], -1)]:
         pieces = F.split(mg.Tensor(x), how, axis=axis)
-        for p, q in zip(pieces, np.split(x, how, axis=axis)):
+        for p, q in zip(pieces, np.split(x, how, axis=axis), strict=True):
             np.testing.assert_array_equal(p.data, q)
     # pieces used together: the gradients of the pieces land in disjoint parts of x
     (g,) = _grad(lambda t: F.split(t, [1, 3], axis=-1)[0] * 2 + F.split(t, [1, 3], axis=-1)[2],

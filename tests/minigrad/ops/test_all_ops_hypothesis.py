@@ -263,7 +263,7 @@ def test_cross_entropy_random_shapes(shape, data, seed):
     q = (1 - smoothing) * onehot + smoothing / C
     losses = -(q * sp.log_softmax(logits, axis=-1)).sum(-1)
     want = {"mean": np.mean, "sum": np.sum, "none": lambda v: v}[reduction](losses)
-    fn = lambda z, *t: F.cross_entropy(z, t[0] if t else target, reduction=reduction,  # noqa
+    fn = lambda z, *t: F.cross_entropy(z, t[0] if t else target, reduction=reduction,  # noqa: E731
                                        label_smoothing=smoothing)
     inputs = [logits] + ([target] if target.dtype.kind == "f" else [])
     check(fn, lambda *a: want, inputs)
@@ -283,10 +283,10 @@ def test_transpose_random_permutation_and_split(shape, data, seed):
 
     def fn(a):
         pieces = F.split(a, cuts, axis=axis)
-        return F.concatenate([p * w for p, w in zip(pieces, weights)], axis=axis)
+        return F.concatenate([p * w for p, w in zip(pieces, weights, strict=True)], axis=axis)
 
     def reference(a):
-        return np.concatenate([p * w for p, w in zip(np.split(a, cuts, axis), weights)], axis)
+        return np.concatenate([p * w for p, w in zip(np.split(a, cuts, axis), weights, strict=True)], axis)
 
     check(fn, reference, [x])
 

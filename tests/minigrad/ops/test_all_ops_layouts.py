@@ -62,8 +62,8 @@ def test_every_op_gives_the_native_result_for_any_layout(mg_op_case, layout):
     tol = 200 * np.finfo(np.float64).eps  # BLAS need not take the same path for a copy
     assert out.shape == native_out.shape and out.dtype.kind == native_out.dtype.kind
     np.testing.assert_allclose(out.data, native_out.data, rtol=tol, atol=tol, err_msg=case.id)
-    for g, ng in zip(grads, native_grads):
+    for g, ng in zip(grads, native_grads, strict=True):
         assert g.shape == ng.shape
         np.testing.assert_allclose(g, ng, rtol=tol, atol=tol, err_msg=case.id)
-    for x, b in zip(inputs, before):
+    for x, b in zip(inputs, before, strict=True):
         np.testing.assert_array_equal(x, b)

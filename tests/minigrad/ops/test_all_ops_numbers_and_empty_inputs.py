@@ -222,7 +222,7 @@ def test_split_into_sections_is_numpys_with_gradients():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 6))
     pieces = F.split(mg.Tensor(x), 3, axis=1)
-    for p, e in zip(pieces, np.split(x, 3, axis=1)):
+    for p, e in zip(pieces, np.split(x, 3, axis=1), strict=True):
         np.testing.assert_array_equal(p.data, e)
     mg.gradcheck(lambda a: F.concatenate([p * (i + 1.0) for i, p in enumerate(F.split(a, 3, 1))],
                                          axis=1), [x], raise_exception=True)

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_cases import torch_cases
 
 import minigrad as mg
 from minigrad.ops import PUBLIC_OPS
-from op_cases import torch_cases
 
 torch = pytest.importorskip("torch")
 
@@ -70,7 +70,7 @@ def test_matches_torch_autograd(case, dtype):
     cot = np.random.default_rng(5).standard_normal(out.shape).astype(dtype)
     out.backward(cot)
     tout.backward(torch.from_numpy(cot))
-    for m, t in zip(mts, tts):
+    for m, t in zip(mts, tts, strict=True):
         if isinstance(m, mg.Tensor):
             assert m.grad is not None and t.grad is not None
             assert m.grad.dtype == dtype and m.grad.shape == tuple(t.grad.shape)

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 import scipy.special as sp
+from helpers import assert_same_function, c_self_attention
 
 import minigrad as mg
 from minigrad import F
-from minigrad.runtime import parallel
 from minigrad.ops.attention import attention_weights
-
-import helpers
-from helpers import assert_same_function, c_self_attention
+from minigrad.runtime import parallel
 
 rng = np.random.default_rng(3234)
 rn = partial(helpers.rn, rng)
@@ -94,7 +93,7 @@ def test_bool_mask_equals_the_additive_mask_of_zeros_and_minus_infinity():
         out = F.scaled_dot_product_attention(*ts, mask)
         out.backward(cot)
         grads.append([out.data] + [t.grad for t in ts])
-    for a, b in zip(*grads):
+    for a, b in zip(*grads, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-15, atol=1e-15)
 
 
@@ -271,7 +270,7 @@ def test_sdpa_matches_torch(label, dtype):
     cot = np.random.default_rng(7).standard_normal(out.shape).astype(dtype)
     out.backward(cot)
     tout.backward(torch.from_numpy(cot))
-    pairs = list(zip(mts, tts)) + ([(m_mask, t_mask)] if mask_grad else [])
+    pairs = list(zip(mts, tts, strict=True)) + ([(m_mask, t_mask)] if mask_grad else [])
     for m, t in pairs:
         assert m.grad.dtype == dtype and m.grad.shape == tuple(t.grad.shape)
         tol = tolerance(dtype, np.abs(t.grad.numpy()).max())

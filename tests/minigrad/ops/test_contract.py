@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import F
-
-import helpers
 
 rng = np.random.default_rng(1406)
 rn = partial(helpers.rn, rng)
@@ -38,7 +37,7 @@ def test_values_and_shapes_are_numpys(sub, shapes):
     assert out.shape == np.shape(want)
     np.testing.assert_allclose(out.data, want, rtol=1e-13, atol=1e-14)
     out.backward(rn(*out.shape))
-    for t, x in zip(ts, xs):
+    for t, x in zip(ts, xs, strict=True):
         assert t.grad.shape == x.shape
 
 

@@ -60,7 +60,7 @@ def _torch_pair(f, tf, sx, sw, kw, dtype):
 
 def _close(mine, theirs, dtype, terms):
     """Equal up to rounding: a few ulps per summed term, scaled by the sum's magnitude."""
-    for m, t in zip(mine, theirs):
+    for m, t in zip(mine, theirs, strict=True):
         assert m.shape == t.shape and m.dtype == dtype
         scale = np.max(np.abs(t), initial=1.0)
         np.testing.assert_allclose(m, t, rtol=0, atol=4 * terms * np.finfo(dtype).eps * scale)
@@ -120,7 +120,7 @@ def test_float32_stays_float32_and_inputs_unchanged(f, sx, sw):
     out.backward(np.ones(out.shape, np.float32))
     assert out.dtype == np.float32
     assert all(t.grad.dtype == np.float32 for t in ts)
-    for a, c in zip(arrays, copies):
+    for a, c in zip(arrays, copies, strict=True):
         np.testing.assert_array_equal(a, c)
 
 

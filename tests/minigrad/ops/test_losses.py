@@ -13,12 +13,11 @@ import math
 
 import numpy as np
 import pytest
+from helpers import grad_of
+from op_cases.catalogs import bool_catalog, slot_catalog, slot_values, zero_d_catalog
 
 import minigrad as mg
 from minigrad import F
-from op_cases.catalogs import bool_catalog, slot_catalog, slot_values, zero_d_catalog
-
-from helpers import grad_of
 
 F32, F64 = np.float32, np.float64
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_same_function, c_layer_norm
 
 from minigrad import F
-
-from helpers import assert_same_function, c_layer_norm
 
 RNG = np.random.default_rng(7)
 

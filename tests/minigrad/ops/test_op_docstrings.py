@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+from op_cases.base import CASE_MODULES  # filled as the case table imports (conftest.py)
 
 import minigrad.ops
 from minigrad.ops import COMPARISONS, INDEX_REDUCTIONS, PUBLIC_OPS
-from op_cases.base import CASE_MODULES  # filled as the case table imports (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[3]
 SECTIONS = set(re.findall(r"^## (\d+)\. ", (ROOT / "docs" / "backward.md").read_text(), re.M))

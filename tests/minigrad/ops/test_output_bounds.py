@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hostile_util import run_limited  # tests/reliability/, on sys.path (tests/conftest.py)
 
 import minigrad as mg
 import minigrad.functional as F
 from minigrad.ops.bounds import MAX_EINSUM_STEPS, MAX_OUTPUT_ELEMENTS
-
-from hostile_util import run_limited  # tests/reliability/, on sys.path (tests/conftest.py)
-
 
 CASES = {
     "tile reps": ("F.tile(np.zeros(10), (10**6, 10**6))", "tile reps"),
@@ -103,6 +101,7 @@ def test_an_optimal_path_search_over_many_operands_is_refused():
     # NumPy's 'optimal' path search is factorial in the operands: 10 of them ran for more
     # than a minute before the first multiply
     import string
+
     from minigrad.ops.bounds import MAX_OPTIMAL_OPERANDS
     n = MAX_OPTIMAL_OPERANDS + 2
     terms = [string.ascii_letters[i:i + 2] for i in range(n)]

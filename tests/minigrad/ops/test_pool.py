@@ -46,7 +46,7 @@ def _both(mg_fn, t_fn, x, cot_seed=0, integer_cot=False):
 
 
 def _assert_close(mine, theirs, dtype, terms=4):
-    for a, b in zip(mine, theirs):
+    for a, b in zip(mine, theirs, strict=True):
         assert a.dtype == dtype and a.shape == b.shape
         scale = np.max(np.abs(b), initial=1.0)
         np.testing.assert_allclose(a, b, rtol=0, atol=terms * np.finfo(dtype).eps * scale)
@@ -60,12 +60,12 @@ def test_pools_match_torch(sx, k, s, p, dtype):
     x = rng.standard_normal(sx).astype(dtype)
     mine, theirs = _both(lambda t: F.max_pool2d(t, k, s, p), lambda t: TF.max_pool2d(t, k, s, p),
                          x, integer_cot=True)
-    for a, b in zip(mine, theirs):  # max pooling moves values (and exact integer sums)
+    for a, b in zip(mine, theirs, strict=True):  # max pooling moves values (and exact integer sums)
         assert a.dtype == dtype
         np.testing.assert_array_equal(a, b)
     for include in (True, False):
-        mine, theirs = _both(lambda t: F.avg_pool2d(t, k, s, p, count_include_pad=include),
-                             lambda t: TF.avg_pool2d(t, k, s, p, count_include_pad=include), x)
+        mine, theirs = _both(lambda t: F.avg_pool2d(t, k, s, p, count_include_pad=include),  # noqa: B023 (called at once)
+                             lambda t: TF.avg_pool2d(t, k, s, p, count_include_pad=include), x)  # noqa: B023 (called at once)
         _assert_close(mine, theirs, dtype, terms=4 * 9)
 
 
@@ -83,13 +83,13 @@ def test_random_pool_configurations_match_torch():
         H, W = (int(r.integers(kk, 9)) for kk in k)
         shape = (2, H, W) if r.random() < 0.2 else (int(r.integers(1, 3)), 2, H, W)
         x = np.round(r.standard_normal(shape) * 2) / 2
-        mine, theirs = _both(lambda t: F.max_pool2d(t, k, s, p),
-                             lambda t: TF.max_pool2d(t, k, s, p), x, integer_cot=True)
-        for a, b in zip(mine, theirs):
+        mine, theirs = _both(lambda t: F.max_pool2d(t, k, s, p),  # noqa: B023 (called at once)
+                             lambda t: TF.max_pool2d(t, k, s, p), x, integer_cot=True)  # noqa: B023 (called at once)
+        for a, b in zip(mine, theirs, strict=True):
             np.testing.assert_array_equal(a, b)
         include = bool(r.random() < 0.5)
-        mine, theirs = _both(lambda t: F.avg_pool2d(t, k, s, p, count_include_pad=include),
-                             lambda t: TF.avg_pool2d(t, k, s, p, count_include_pad=include), x)
+        mine, theirs = _both(lambda t: F.avg_pool2d(t, k, s, p, count_include_pad=include),  # noqa: B023 (called at once)
+                             lambda t: TF.avg_pool2d(t, k, s, p, count_include_pad=include), x)  # noqa: B023 (called at once)
         _assert_close(mine, theirs, np.float64, terms=4 * 9)
 
 
@@ -113,7 +113,7 @@ def test_max_pool_ties_go_where_torch_sends_them(name, dtype):
     mine, theirs = _both(lambda t: F.max_pool2d(t, k, s, p),
                          lambda t: torch.nn.functional.max_pool2d(t, k, s, p), x.astype(dtype),
                          integer_cot=True)
-    for a, b in zip(mine, theirs):
+    for a, b in zip(mine, theirs, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -138,7 +138,7 @@ def test_max_pool_nan_goes_to_the_last_nan_as_torch():
     mine, theirs = _both(lambda a: F.max_pool2d(a, 2, 1),
                          lambda a: torch.nn.functional.max_pool2d(a, 2, 1), x,
                          integer_cot=True)
-    for a, b in zip(mine, theirs):
+    for a, b in zip(mine, theirs, strict=True):
         np.testing.assert_array_equal(a, b)
 
 

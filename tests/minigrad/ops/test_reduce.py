@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as sp
+from helpers import assert_same_function, c_logsumexp, value_and_grads
 
 import minigrad as mg
 from minigrad import F
-
-from helpers import assert_same_function, c_logsumexp, value_and_grads
 
 RNG = np.random.default_rng(7)
 

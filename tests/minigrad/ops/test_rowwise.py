@@ -5,9 +5,8 @@ axis into parts."""
 import numpy as np
 import pytest
 
-from minigrad.runtime import parallel
 from minigrad.ops import activations, normalization
-from minigrad.runtime import rowwise
+from minigrad.runtime import parallel, rowwise
 
 
 @pytest.mark.parametrize("shape", [(), (5,), (0, 3), (3, 0), (2, 3, 4),

@@ -13,11 +13,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import grad_of
 
 import minigrad as mg
 from minigrad import F
-
-from helpers import grad_of
 
 
 def _grads(fn, *xs, g=None):

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import (
+    ADAMW_CONFIGS,
+    SGD_CONFIGS,
+    assert_histories_close,
+    optimizer_history,
+    optimizer_problem,
+)
 
 import minigrad as mg
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, AdamW, OneCycle, WarmupCosine
-
-from helpers import (ADAMW_CONFIGS, SGD_CONFIGS, assert_histories_close, optimizer_history,
-                     optimizer_problem)
 
 
 def reference_sgd(initial, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
@@ -78,7 +82,7 @@ def test_float32_parameters_stay_float32(optimizer_cls, config, reference):
     params = [Parameter(x) for x in initial]
     opt = optimizer_cls(params, **config)
     for step_grads in grads:
-        for p, g in zip(params, step_grads):
+        for p, g in zip(params, step_grads, strict=True):
             p.grad = g
         opt.step()
     assert all(p.dtype == np.float32 for p in params)
@@ -86,7 +90,7 @@ def test_float32_parameters_stay_float32(optimizer_cls, config, reference):
                and v.ndim > 0)
     want = reference([x.astype(np.float64) for x in initial],
                      [[g.astype(np.float64) for g in s] for s in grads], **config)[-1]
-    for p, w in zip(params, want):
+    for p, w in zip(params, want, strict=True):
         np.testing.assert_allclose(p.data, w, rtol=1e-4, atol=1e-5)
 
 
@@ -171,7 +175,7 @@ def run_torch(torch, optimizer_cls, initial, grads, **kwargs):
     opt = optimizer_cls(params, **kwargs)
     history = []
     for step_grads in grads:
-        for p, g in zip(params, step_grads):
+        for p, g in zip(params, step_grads, strict=True):
             p.grad = torch.from_numpy(g.copy())
         opt.step()
         history.append([p.detach().numpy().copy() for p in params])

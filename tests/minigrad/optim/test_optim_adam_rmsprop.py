@@ -3,11 +3,10 @@ centered): values against torch.optim where installed and against NumPy written 
 PyTorch's documented update rules otherwise; checkpoints; argument checks."""
 import numpy as np
 import pytest
+from helpers import assert_close
 
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, Adam, AdamW, RMSprop
-
-from helpers import assert_close
 
 STEPS = 6
 

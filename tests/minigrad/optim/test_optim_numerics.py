@@ -213,11 +213,11 @@ def test_a_step_that_overflows_raises_and_changes_nothing(make):
     msg = str(info.value)
     assert f"parameter {bad}" in msg and shape in msg and "lr" in msg, msg
     assert "nothing was changed" in msg, msg
-    for p, d, v in zip(params, data, versions):
+    for p, d, v in zip(params, data, versions, strict=True):
         np.testing.assert_array_equal(p.data, d)
         assert p.version == v
     assert opt.step_count == steps
-    for before, after in zip(state, opt.state):
+    for before, after in zip(state, opt.state, strict=True):
         assert before.keys() == after.keys()
         for k in before:
             np.testing.assert_array_equal(np.asarray(before[k]), np.asarray(after[k]))

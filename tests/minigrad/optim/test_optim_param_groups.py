@@ -7,13 +7,12 @@ whose groups all follow optimizer.lr. Hyperparameters and params lists changed a
 construction are checked at step()."""
 import numpy as np
 import pytest
+from helpers import assert_close, assert_histories_close, optimizer_history, optimizer_problem
 
 import minigrad as mg
 from minigrad.checks import StateDictKeyError
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, AdamW, OneCycle, RMSprop, WarmupCosine
-
-from helpers import assert_close, assert_histories_close, optimizer_history, optimizer_problem
 
 
 def two_groups(seed=0):
@@ -43,7 +42,7 @@ def run_groups(make_params, optimizer_cls, initial, grads, defaults, overrides):
                         **defaults)
     history = []
     for step_grads in grads:
-        for p, g in zip(params, step_grads):
+        for p, g in zip(params, step_grads, strict=True):
             p.grad = g.copy() if isinstance(g, np.ndarray) else g
         opt.step()
         history.append([np.array(p.data if isinstance(p, mg.Tensor) else p.detach().numpy())
@@ -87,7 +86,7 @@ def test_param_groups_state_dict_resumes_and_checks_the_groups():
     params = [Parameter(x) for x in initial]
     opt = make(params)
     for step_grads in grads[:3]:
-        for p, g in zip(params, step_grads):
+        for p, g in zip(params, step_grads, strict=True):
             p.grad = g.copy()
         opt.step()
     state = opt.state_dict()
@@ -99,11 +98,11 @@ def test_param_groups_state_dict_resumes_and_checks_the_groups():
     assert resumed.param_groups[1]["weight_decay"] == 0.0
     for step_grads in grads[3:]:
         for ps in (params, twin):
-            for p, g in zip(ps, step_grads):
+            for p, g in zip(ps, step_grads, strict=True):
                 p.grad = g.copy()
         opt.step()
         resumed.step()
-    for a, b in zip(params, twin):
+    for a, b in zip(params, twin, strict=True):
         np.testing.assert_array_equal(a.data, b.data)
     one_group = AdamW([Parameter(x.copy()) for x in initial], lr=0.01)
     with pytest.raises(ValueError, match="num_groups got 2; expected 1"):

@@ -28,7 +28,7 @@ def test_every_group_holds_every_hyperparameter_as_torch(ours, theirs, kwargs):
     tp, tq = torch.zeros(3, requires_grad=True), torch.zeros(2, 2, requires_grad=True)
     topt = getattr(torch.optim, theirs)([{"params": [tp]}, {"params": [tq], "weight_decay": 0.25}],
                                         **kwargs)
-    for group, tgroup in zip(opt.param_groups, topt.param_groups):
+    for group, tgroup in zip(opt.param_groups, topt.param_groups, strict=True):
         keys = set(group) - {"params"}
         assert "lr" in keys and keys <= set(tgroup), sorted(keys - set(tgroup))
         for key in keys:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import ADAMW_CONFIGS, OPTIM_STEPS, SGD_CONFIGS, optimizer_history, optimizer_problem
 
 import minigrad as mg
 from minigrad.nn import Parameter
 from minigrad.optim import SGD, Adam, AdamW, OneCycle, RMSprop, WarmupCosine
-
-from helpers import ADAMW_CONFIGS, OPTIM_STEPS, SGD_CONFIGS, optimizer_history, optimizer_problem
 
 
 # ---- resuming ---------------------------------------------------------------------------------
@@ -32,7 +31,7 @@ def test_state_dict_resumes_bit_identically(tmp_path, optimizer_cls, config):
     params = [Parameter(x) for x in initial]
     opt = optimizer_cls(params, **config)
     for step_grads in grads[:half]:
-        for p, g in zip(params, step_grads):
+        for p, g in zip(params, step_grads, strict=True):
             p.grad = g
         opt.step()
     np.savez(tmp_path / "opt.npz", **opt.state_dict())
@@ -44,10 +43,10 @@ def test_state_dict_resumes_bit_identically(tmp_path, optimizer_cls, config):
         fresh.load_state_dict(state)
     assert fresh.lr == config["lr"] and fresh.step_count == half
     for step_grads in grads[half:]:
-        for p, g in zip(resumed, step_grads):
+        for p, g in zip(resumed, step_grads, strict=True):
             p.grad = g
         fresh.step()
-    for a, b in zip(resumed, straight):
+    for a, b in zip(resumed, straight, strict=True):
         np.testing.assert_array_equal(a.data, b)
 
 
@@ -55,7 +54,7 @@ def test_optimizer_state_dict_is_a_copy():
     initial, grads = optimizer_problem(7)
     params = [Parameter(x) for x in initial]
     opt = AdamW(params)
-    for p, g in zip(params, grads[0]):
+    for p, g in zip(params, grads[0], strict=True):
         p.grad = g
     opt.step()
     state = opt.state_dict()
@@ -69,7 +68,7 @@ def test_optimizer_load_state_dict_rejects_mismatches():
     initial, grads = optimizer_problem(8)
     params = [Parameter(x) for x in initial]
     opt = SGD(params, lr=0.1, momentum=0.9)
-    for p, g in zip(params, grads[0]):
+    for p, g in zip(params, grads[0], strict=True):
         p.grad = g
     opt.step()
     state = opt.state_dict()

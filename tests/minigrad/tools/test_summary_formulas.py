@@ -26,7 +26,7 @@ def test_each_row_has_its_ops_first_docstring_line_and_the_table_prints_it():
     y = F.concatenate([cube(x), F.exp(x)], axis=0).sum()
     s = mg.graph_summary(y)
     names = [r[0] for r in s.rows]
-    by_name = dict(zip(names, s.formulas))
+    by_name = dict(zip(names, s.formulas, strict=True))
     assert by_name["cube"] == "y = x³.   x̄ = 3 x² ȳ."
     assert by_name["exp"] == "out = e^a.   VJP: ā = g * out."
     assert by_name["concatenate"].startswith("out = the inputs joined along")  # via record
