@@ -11,7 +11,7 @@ from typing import Any
 from ..defop import record
 from ..opcalls import OpCall, observer_of_op_calls
 
-__all__ = ["record_variadic"]
+__all__: list[str] = []  # record_variadic is the ops' helper, imported by name; no op here
 
 
 def record_variadic(op: Callable, forward: Callable, inputs: Sequence, arrays: Sequence,

@@ -98,10 +98,13 @@ def check_first_step(o: TrainOptions, data: Dataset) -> None:
 
 def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
              batch_size: int = 512) -> tuple[float, float, np.ndarray]:
-    """(mean cross-entropy, accuracy, predictions) on normalized images, in batches, no graph."""
+    """(mean cross-entropy, accuracy, predictions) on normalized images, in batches, no graph.
+    A TinyViT's batches also stay within its activation bound (``model.config``); any other
+    model (``examples/cnn_digits.py``'s CNN) takes ``batch_size`` as given."""
     total, preds = 0.0, []
-    per_image = activation_bytes(model.config, model.dtype.itemsize)
-    batch_size = max(1, min(batch_size, current_limits()[1] // per_image))  # the model's bound
+    if isinstance(model, TinyViT):
+        per_image = activation_bytes(model.config, model.dtype.itemsize)
+        batch_size = max(1, min(batch_size, current_limits()[1] // per_image))
     with mg.no_grad():
         for i in range(0, len(x), batch_size):
             logits = model(Tensor(x[i:i + batch_size]))

@@ -33,7 +33,7 @@ def test_clip_grad_norm_matches_numpy(norm_type):
     total = clip_grad_norm_(ps, max_norm=1.0, norm_type=norm_type)
     assert abs(total - expected) <= tol(np.float64, expected)
     coef = 1.0 / (expected + 1e-6)
-    for p, g in zip(ps, grads, strict=True):
+    for p, g in zip(ps[:2], grads, strict=True):
         np.testing.assert_allclose(p.grad, g * coef, rtol=0, atol=tol(np.float64, 1.0))
     assert ps[2].grad is None
 
@@ -44,7 +44,7 @@ def test_clip_grad_norm_leaves_small_gradients_and_old_arrays_alone():
     copies = [g.copy() for g in olds]
     total = clip_grad_norm_(ps, max_norm=1e6)
     assert total > 0
-    for p, c in zip(ps, copies, strict=True):
+    for p, c in zip(ps[:2], copies, strict=True):
         np.testing.assert_array_equal(p.grad, c)
     clip_grad_norm_(ps, max_norm=0.5)
     for old, c in zip(olds, copies, strict=True):
@@ -73,7 +73,7 @@ def test_clip_grad_value_matches_torch_or_numpy():
     ps = params_with_grads(2)
     grads = [p.grad.copy() for p in ps[:2]]
     clip_grad_value_(ps, 1.5)
-    for p, g in zip(ps, grads, strict=True):
+    for p, g in zip(ps[:2], grads, strict=True):
         np.testing.assert_array_equal(p.grad, np.minimum(np.maximum(g, -1.5), 1.5))
     assert ps[2].grad is None and any((np.abs(g) > 1.5).any() for g in grads)
     torch = pytest.importorskip("torch")
