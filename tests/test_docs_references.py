@@ -331,3 +331,11 @@ def test_checker_reports_stale_references():
     assert retired_problems(page, text) == [
         "docs/probe.md:6: `tests/minigrad/conftest.py` moved: cite `tests/minigrad/op_cases/ "
         "(the op case table)`"]
+
+
+def test_backward_sections_are_numbered_without_gaps():
+    """docs/backward.md's sections are cited by number (§N) from the ops' docstrings: 1, 2, ...
+    in order, none missing or repeated."""
+    text = (ROOT / "docs" / "backward.md").read_text(encoding="utf-8")
+    numbers = [int(n) for n in re.findall(r"^## (\d+)\. ", text, re.M)]
+    assert numbers == list(range(1, len(numbers) + 1)), numbers

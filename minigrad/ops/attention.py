@@ -6,7 +6,7 @@ reshapes and three transposes to split the heads, the scores' product, the softm
 weighted sum, the head merge) with a copy at every layout change. Fused, it is one op that
 reads the heads as strided views of its input, writes them merged into its output, and runs
 batch block by batch block on every core (NumPy's stacked matmul releases the GIL).
-docs/backward.md §12 derives the VJP, §32 that of ``scaled_dot_product_attention``.
+docs/backward.md §12 derives the VJP, §31 that of ``scaled_dot_product_attention``.
 """
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = Non
     return _weights(q, k, s, future=_future(T, is_causal))
 
 
-# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §32) -----------------
+# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §31) -----------------
 
 def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causal: Any,
                 scale: Any) -> tuple[tuple, float]:
@@ -271,7 +271,7 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None,
     VJP, with Ḡ the output's gradient and A the weights:
         V̄ = Aᵀ Ḡ,   S̄ = A ⊙ (Ḡ Vᵀ − rowsum(Ḡ Vᵀ ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q,
         M̄ = S̄ (summed over M's broadcast axes).
-    Derivation: docs/backward.md §32. Tests: tests/minigrad/op_cases/attention.py,
+    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/attention.py,
     tests/minigrad/ops/test_attention.py.
     """
     if attn_mask is not None:

@@ -3,7 +3,7 @@ one-hot codes.
 
 Their VJPs send each output element's gradient back to the one input element it came from;
 where an input element feeds several outputs (a gather with repeated indices, a broadcast
-diagonal) the contributions add up (``np.add.at``). docs/backward.md §30 and §31 derive them.
+diagonal) the contributions add up (``np.add.at``). docs/backward.md §29 and §30 derive them.
 """
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def take_along_axis(a, indices, axis):
     torch.gather); axis=None reads the flattened array with 1-D indices.
 
     VJP: ā = zeros, then ā[index] += ḡ (scatter-add: repeated indices add up).
-    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
+    Derivation: docs/backward.md §29. Tests: tests/minigrad/op_cases/indexing.py,
     tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
@@ -166,7 +166,7 @@ def put_along_axis(a, indices, values, axis):
 
     VJP: ā = ḡ with the written elements zeroed; v̄ = ḡ[index] at the writes that survive,
     0 at those overwritten.
-    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
+    Derivation: docs/backward.md §29. Tests: tests/minigrad/op_cases/indexing.py,
     tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
@@ -225,7 +225,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     (np.diagonal, a read-only view).
 
     VJP: ā = zeros with ḡ written on that diagonal.
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
     tests/minigrad/ops/test_indexing.py.
     """
     offset, ax1, ax2, rows, cols = _diagonal_index("diagonal", a.shape, offset, axis1, axis2)
@@ -244,7 +244,7 @@ def trace(a, offset=0, axis1=0, axis2=1):
     """out[...] = Σ_i a[..., i, i + offset] over axes (axis1, axis2) (np.trace).
 
     VJP: ā = zeros with ḡ[...] written on every element of that diagonal.
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
     tests/minigrad/ops/test_indexing.py.
     """
     offset, ax1, ax2, rows, cols = _diagonal_index("trace", a.shape, offset, axis1, axis2)

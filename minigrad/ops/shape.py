@@ -226,7 +226,7 @@ def _c_long(op: str, name: str, value):
     return value
 
 
-# ---- moves, repeats and triangles (docs/backward.md §31) ------------------------------------
+# ---- moves, repeats and triangles (docs/backward.md §30) ------------------------------------
 
 def _axis(op: str, name: str, axis, ndim: int) -> int:
     """``axis`` as an index in [0, ndim), or an AxisError (a ValueError and an IndexError, as
@@ -254,7 +254,7 @@ def moveaxis(a, source, destination):
     """out = a with axes ``source`` moved to ``destination``, the others in order (np.moveaxis).
 
     VJP: ā = moveaxis(ḡ, destination, source).
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py.
     """
     src, dst = _axes("moveaxis", "source", source, a.ndim), \
         _axes("moveaxis", "destination", destination, a.ndim)
@@ -269,7 +269,7 @@ def flip(a, axis=None):
     """out = a reversed along ``axis`` (all axes for None), as np.flip.
 
     VJP: ā = flip(ḡ, axis).
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py.
     """
     axes = None if axis is None else _axes("flip", "axis", axis, a.ndim)
     return np.flip(a, axes), lambda g: np.flip(g, axes)
@@ -280,7 +280,7 @@ def roll(a, shift, axis=None):
     """out[(i + shift) mod n] = a[i] along ``axis`` (over the flattened array for None), as np.roll.
 
     VJP: ā = roll(ḡ, −shift, axis).
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py.
     """
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
     shifts = tuple(integer("shift", s, owner="roll") for s in shifts)
@@ -307,7 +307,7 @@ def tile(a, reps):
     reps is padded with leading 1s).
 
     VJP: ḡ viewed as (r₀, n₀, r₁, n₁, ...), summed over the r axes.
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
     tests/minigrad/ops/test_indexing.py.
     """
     if isinstance(reps, np.ndarray):
@@ -334,7 +334,7 @@ def repeat(a, repeats, axis=None):
     array for None), as np.repeat; ``repeats`` an int or one count per element.
 
     VJP: ā_i = Σ of ḡ over the copies of element i.
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py,
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py,
     tests/minigrad/ops/test_indexing.py.
     """
     in_shape = a.shape
@@ -393,7 +393,7 @@ def tril(a, k=0):
     """out = a with the elements above diagonal k of the last two axes zeroed (np.tril).
 
     VJP: ā = tril(ḡ, k).
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py.
     """
     return _triangle(a, k, "tril")
 
@@ -403,6 +403,6 @@ def triu(a, k=0):
     """out = a with the elements below diagonal k of the last two axes zeroed (np.triu).
 
     VJP: ā = triu(ḡ, k).
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/indexing.py.
+    Derivation: docs/backward.md §30. Tests: tests/minigrad/op_cases/indexing.py.
     """
     return _triangle(a, k, "triu")

@@ -1,6 +1,6 @@
 """scaled_dot_product_attention's rules and errors, and self_attention's is_causal: causal
 self_attention against SDPA on the split heads, bool masks against the equivalent additive
-ones, bit-identical results across thread counts (docs/backward.md §12, §32); then both
+ones, bit-identical results across thread counts (docs/backward.md §12, §31); then both
 against PyTorch autograd for every mask kind (those tests skip without torch). self_attention
 against the same function composed from primitive ops (values and gradients, float64, to
 ~1e-12), and attention_weights as the softmax it uses."""

@@ -1,6 +1,6 @@
 """The documented rules of the issue-14 indexing and shape ops, with hand-derived values:
 scatter-add in take_along_axis, last-write-wins in put_along_axis (values and gradients),
-tile/repeat sums, one_hot, and the errors for bad arguments (docs/backward.md §30, §31). An
+tile/repeat sums, one_hot, and the errors for bad arguments (docs/backward.md §29, §30). An
 offset past the array is an empty diagonal (or a full / empty triangle) in diagonal, trace,
 tril and triu, as NumPy gives for any offset it can hold; 10**30 must not leak NumPy's
 OverflowError ("Python int too large to convert to C long")."""
