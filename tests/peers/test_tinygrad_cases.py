@@ -281,7 +281,7 @@ def test_pow_const_gradient_at_special_points(x, c):
 def test_clip_gradient_at_the_bounds():
     """test_clip's vals [-3, -2.5, 0, 1.5, 2] with clip(-2.5, 1.5), in minigrad's documented
     convention (F.clip: "At a bound the gradient passes through"), not against torch: the
-    clamp-bound convention differs between torch versions (issue 11, section 1)."""
+    clamp-bound convention differs between torch versions."""
     x = mg.Tensor(np.array([-3.0, -2.5, 0.0, 1.5, 2.0]), requires_grad=True)
     x.clip(-2.5, 1.5).backward(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
     np.testing.assert_array_equal(x.grad, [0.0, 2.0, 3.0, 4.0, 0.0])

@@ -204,7 +204,7 @@ SPECIFIC = [
 ]
 
 M3 = np.ones((2, 2, 2))
-SPECIFIC += [  # issue 14 (ops-a): contractions, reductions, scans, unary
+SPECIFIC += [  # contractions, reductions, scans, unary
     bad("einsum-subscripts-int", lambda: F.einsum(3, T), TypeError, "subscripts", "int"),
     bad("einsum-sublist-form", lambda: F.einsum(T, [0, 1]), TypeError, "subscripts", "Tensor"),
     bad("einsum-no-operands", lambda: F.einsum("ij"), ValueError, "operands", "at least one"),

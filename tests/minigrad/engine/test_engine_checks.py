@@ -1,5 +1,5 @@
 """The engine's argument checks go through minigrad.checks: wrong type TypeError, wrong value
-ValueError, the argument named (issue 13 item 2)."""
+ValueError, the argument named."""
 import math
 
 import numpy as np

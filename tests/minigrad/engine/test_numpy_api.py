@@ -203,7 +203,7 @@ def test_numpy_spelling_records_the_op(key, label, spelled, op, arrays, dtype):
 
 
 def test_every_table_entry_is_tested():
-    from op_cases.numpy_spellings import CASES as CASES_MORE  # issue 14's entries
+    from op_cases.numpy_spellings import CASES as CASES_MORE  # the differentiable NumPy spellings
     from op_cases.numpy_spellings import NOT_DIFFERENTIABLE
 
     from minigrad import numpy_api

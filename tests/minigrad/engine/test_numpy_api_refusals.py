@@ -91,7 +91,7 @@ REFUSED = [
     ("np.isfinite", lambda t: np.isfinite(t)), ("np.where", lambda t: np.where(t)),
     *[(f"np.{name}", lambda t, name=name: numpy_since_2(name)(t))  # NumPy >= 2.0 only
       for name in ("linalg.vector_norm", "linalg.matrix_norm") if numpy_since_2(name)],
-    # np.cumsum, np.std, np.einsum, np.sin, ... are differentiable since issue 14
+    # np.cumsum, np.std, np.einsum, np.sin, ... are differentiable ops
     # (test_numpy_api_spellings.py); np.flip, np.roll, np.tile, np.repeat, np.pad, np.trace,
     # np.tril, np.moveaxis, np.take_along_axis, ... since session 11 (test_numpy_api.py's CASES)
 ]

@@ -14,7 +14,7 @@ assert_close = partial(helpers.assert_close, ulps=256)
 RNG = np.random.default_rng(1414)
 
 
-# ---- checks (#13: wrong type TypeError, wrong value ValueError) ---------------------------
+# ---- checks (wrong type TypeError, wrong value ValueError) --------------------------------
 @pytest.mark.parametrize("make, error, words", [
     (lambda: nn.Linear("2", 3), TypeError, ["in_features", "'2'"]),
     (lambda: nn.Conv2d(3, 4, 0), ValueError, ["kernel_size", "0"]),

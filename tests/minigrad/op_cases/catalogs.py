@@ -68,7 +68,7 @@ def bool_catalog() -> dict:
         "max_pool2d": lambda: F.max_pool2d(mg.Tensor(BOOL_MASK[None, None]), 1),
         "avg_pool2d": lambda: F.avg_pool2d(mg.Tensor(BOOL_MASK[None, None]), 1),
         "pad": lambda: F.pad(b, 1),
-        # issue 14: indexing, shape and attention (ops-c)
+        # indexing, shape and attention ops
         "take_along_axis": lambda: F.take_along_axis(b, np.array([[0], [2]]), 1),
         "put_along_axis": lambda: F.put_along_axis(b, np.array([[0], [2]]), True, 1),
         "tile": lambda: F.tile(b, 2), "repeat": lambda: F.repeat(b, 2, 1),
@@ -84,7 +84,7 @@ def bool_catalog() -> dict:
         "binary_cross_entropy_with_logits": lambda: F.binary_cross_entropy_with_logits(b, b),
         "nll_loss": lambda: F.nll_loss(b, np.array([0, 1])),
     }
-    # issue 14 (ops-a): contractions, reductions, scans, elementwise functions
+    # contractions, reductions, scans, elementwise functions
     table.update({name: (lambda f=getattr(F, name): f(b)) for name in UNARY_A})
     table.update({name: (lambda f=getattr(F, name): f(b, b)) for name in BINARY_A})
     table.update({
@@ -145,7 +145,7 @@ def zero_d_catalog() -> dict:
         "max_pool2d": [lambda a, b: F.max_pool2d(F.reshape(a, (1, 1, 1, 1)), 1)[0, 0, 0, 0]],
         "avg_pool2d": [lambda a, b: F.avg_pool2d(F.reshape(a, (1, 1, 1, 1)), 1)[0, 0, 0, 0]],
         "pad": [lambda a, b: F.pad(F.reshape(a, (1,)), 1)[1]],
-        # issue 14: indexing, shape and attention (ops-c)
+        # indexing, shape and attention ops
         "take_along_axis": [lambda a, b: F.take_along_axis(v * a, np.array([2]), 0)[0]],
         "put_along_axis": [lambda a, b: F.put_along_axis(v * a, np.array([1]), b, 0)[1]],
         "tile": [lambda a, b: F.tile(a, ()), lambda a, b: F.tile(a, 2)[1]],
@@ -172,7 +172,7 @@ def zero_d_catalog() -> dict:
         "nll_loss": [lambda a, b: F.nll_loss(v * a, 1),
                      lambda a, b: F.nll_loss(v * a, np.array(1), reduction="none")],
     }
-    # issue 14 (ops-a)
+    # contractions, reductions, scans, elementwise functions
     table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in UNARY_A})
     table.update({name: [getattr(F, name)] for name in BINARY_A})
     table.update({
@@ -221,7 +221,7 @@ def slot_catalog(T) -> dict:
         "conv2d": lambda v: F.conv2d(v, np.ones((1, 1, 1, 1))),  # (1, 1, 2, 3): NCHW
         "max_pool2d": lambda v: F.max_pool2d(v, 1), "avg_pool2d": lambda v: F.avg_pool2d(v, 1),
         "pad": lambda v: F.pad(v, 1),
-        # issue 14: indexing, shape and attention (ops-c)
+        # indexing, shape and attention ops
         "take_along_axis": lambda v: F.take_along_axis(v, np.array([[0], [2]]), 1),
         "put_along_axis": lambda v: F.put_along_axis(v, np.array([[0], [2]]), 0.5, 1),
         "tile": lambda v: F.tile(v, 2), "repeat": lambda v: F.repeat(v, 2, 1),
@@ -236,7 +236,7 @@ def slot_catalog(T) -> dict:
         "binary_cross_entropy_with_logits": lambda v: F.binary_cross_entropy_with_logits(v, T),
         "nll_loss": lambda v: F.nll_loss(v, SLOT_LABELS),
     }
-    # issue 14 (ops-a)
+    # contractions, reductions, scans, elementwise functions
     table.update({name: getattr(F, name) for name in UNARY_A + SCANS_A + ("std", "prod", "norm")})
     table.update({name: (lambda v, f=getattr(F, name): f(T, v)) for name in BINARY_A})
     table.update({
