@@ -86,6 +86,12 @@ def main(argv=None) -> int:
     keys = args.configs.split(",")
     if any(k not in CONFIGS for k in keys):
         ap.error(f"--configs: expected letters from {','.join(CONFIGS)}, got {args.configs}")
+    for name, value, high in (("--pairs", args.pairs, 100_000), ("--train", args.train, 100),
+                              ("--threads", args.threads, 1024)):
+        if value is not None and not 1 <= value <= high:
+            ap.error(f"{name}: got {value}; expected an integer in [1, {high}]")
+    if not 0 < args.budget <= 3600:
+        ap.error(f"--budget: got {args.budget}; expected seconds in (0, 3600]")
     if args.threads:
         from threadpoolctl import threadpool_limits
         limit = threadpool_limits(args.threads)  # noqa: F841 (kept alive for the run)

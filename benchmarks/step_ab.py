@@ -90,7 +90,10 @@ def main(argv=None) -> int:
         worker(args.worker[0], args.worker[1], args.config, args.warmup, args.threads)
         return 0
     impls = args.impls.split(",")
-    bad = [i for i in impls + [args.their_impl or impls[0]] if i not in IMPLS]
+    if args.their_impl is not None and args.their_impl not in IMPLS:
+        parser.error(f"--their-impl: got {args.their_impl!r}; expected one of "
+                     f"{', '.join(IMPLS)}")
+    bad = [i for i in impls if i not in IMPLS]
     if bad or not impls:
         parser.error(f"--impls: got {args.impls!r}; expected a comma-separated subset of "
                      f"{', '.join(IMPLS)}")

@@ -64,3 +64,20 @@ def test_step_ab_refuses_bad_options(args, words):
     proc = _run("step_ab.py", *args)
     assert proc.returncode == 2
     assert all(w in proc.stderr for w in words), proc.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--train", "0"), ("--train", "got 0")),
+    (("--pairs", "-5"), ("--pairs", "got -5")),
+    (("--configs", "A,Z"), ("--configs", "A,Z")),
+    (("--budget", "0"), ("--budget", "got 0")),
+])
+def test_fused_block_refuses_bad_options(args, words):
+    proc = _run("fused_block.py", *args)
+    assert proc.returncode == 2
+    assert all(w in proc.stderr for w in words), proc.stderr
+
+
+def test_step_ab_refuses_an_unknown_implementation_for_the_other_trees():
+    proc = _run("step_ab.py", "--their-impl", "jax")
+    assert proc.returncode == 2 and "jax" in proc.stderr, proc.stderr
