@@ -13,9 +13,8 @@ S = Σ|y v| the size of the terms of L): ~1e-10 for a well-scaled L. A relative 
 gradient element g is caught when r > rtol + atol / |g| (1e-4 on an element of size 0.01;
 larger errors hide in elements much smaller than that). For large outputs or forwards that
 lose digits, raise atol; docs/backward.md, "What gradcheck can and cannot see", derives it.
-Fast mode instead checks directional derivatives <x̄, u> for random directions u
-(one backward, two forwards per direction and input), and falls back to the element-wise
-check of the failing input to name the element.
+Fast mode checks directional derivatives <x̄, u> for random directions u (one backward, two
+forwards per direction and input), falling back element-wise on a failing input.
 """
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ from ..graph import Node, backward_many, toposort
 from ..tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "InputReport", "compare",
-           "taylor_check", "TaylorReport"]
+           "note_direction", "taylor_check", "TaylorReport"]
 
 
 class GradcheckError(AssertionError):
@@ -322,16 +321,20 @@ def _fast_input(check, i, g, eps, atol, rtol, directions) -> InputReport:
     rep = InputReport(index=i, shape=g.shape, mode="fast")
     for _ in range(directions):
         u = check.rng.standard_normal(g.shape)
-        analytic = float(np.sum(g * u))
-        numeric = check.numeric_directional(i, u, eps)
-        # the element-wise tolerance, summed along u: Σ |u_j| (atol + rtol |x̄_j|)
-        tol = float(np.sum(np.abs(u) * (atol + rtol * np.abs(g))))
-        err = abs(analytic - numeric)
-        if err >= rep.max_abs_err:
-            rep.max_abs_err, rep.analytic, rep.numeric = err, analytic, numeric
-            rep.max_rel_err = err / max(abs(numeric), np.finfo(np.float64).tiny)
-        rep.ok = rep.ok and err <= tol
+        note_direction(rep, g, u, check.numeric_directional(i, u, eps), atol, rtol)
     return rep
+
+
+def note_direction(rep: InputReport, g: np.ndarray, u: np.ndarray, numeric: float, atol: float,
+                   rtol: float) -> None:
+    """Note in ``rep``: <x̄, u> against ``numeric``, within Σ |u_j| (atol + rtol |x̄_j|)."""
+    analytic = float(np.sum(g * u))
+    tol = float(np.sum(np.abs(u) * (atol + rtol * np.abs(g))))
+    err = abs(analytic - numeric)
+    if err >= rep.max_abs_err:
+        rep.max_abs_err, rep.analytic, rep.numeric = err, analytic, numeric
+        rep.max_rel_err = err / max(abs(numeric), np.finfo(np.float64).tiny)
+    rep.ok = rep.ok and err <= tol
 
 
 @dataclass

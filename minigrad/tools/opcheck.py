@@ -40,7 +40,7 @@ from ..gradmode import enable_grad
 from ..graph import Node, toposort
 from ..opcalls import OpCall, observing_op_calls
 from ..tensor import Tensor
-from .gradcheck import GradcheckError, InputReport, compare
+from .gradcheck import GradcheckError, InputReport, compare, note_direction
 from .opreport import OpcheckReport, OpInput, OpReport
 
 __all__ = ["gradcheck_ops"]
@@ -320,13 +320,7 @@ def _directional(i: int, x: list, g: np.ndarray, loss: Callable[[], float],
         x[i] = x0 - settings.eps * u
         lo = loss()
         x[i] = x0
-        analytic, numeric = float(np.sum(g * u)), (hi - lo) / (2 * settings.eps)
-        tol = float(np.sum(np.abs(u) * (settings.atol + settings.rtol * np.abs(g))))
-        err = abs(analytic - numeric)
-        if err >= rep.max_abs_err:
-            rep.max_abs_err, rep.analytic, rep.numeric = err, analytic, numeric
-            rep.max_rel_err = err / max(abs(numeric), np.finfo(np.float64).tiny)
-        rep.ok = rep.ok and err <= tol
+        note_direction(rep, g, u, (hi - lo) / (2 * settings.eps), settings.atol, settings.rtol)
     return rep
 
 
