@@ -25,6 +25,9 @@ from .parameter import Parameter
 __all__ = ["MultiheadAttention"]
 
 _OWNER = "MultiheadAttention"
+#: The most weights a MultiheadAttention may hold (16 GiB in float64): a size beyond is refused
+#: by name before anything is allocated.
+MAX_PARAMETERS = 2**31
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, int], dtype: np.dtype) -> Parameter:
@@ -97,6 +100,11 @@ class MultiheadAttention(Module):
         self.kdim = E if kdim is None else checks.positive_int("kdim", kdim, owner=_OWNER)
         self.vdim = E if vdim is None else checks.positive_int("vdim", vdim, owner=_OWNER)
         self.batch_first = checks.boolean("batch_first", batch_first, owner=_OWNER)
+        count = E * (2 * E + self.kdim + self.vdim)  # the four weights' elements
+        if count > MAX_PARAMETERS:
+            raise ValueError(f"{_OWNER} embed_dim, kdim, vdim: got {E}, {self.kdim}, "
+                             f"{self.vdim} ({count} weights); expected at most "
+                             f"{MAX_PARAMETERS} weights (2**31), checked before allocating")
         self.dtype = dtype = checks.floating_dtype("dtype", dtype, owner=_OWNER)
         self.rng = generator(rng, _OWNER)
         self._qkv_same_embed_dim = self.kdim == E and self.vdim == E

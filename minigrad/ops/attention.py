@@ -1,12 +1,14 @@
 """Attention: multi-head self-attention as one fused op on the packed ``[Q | K | V]``
-projections, and scaled dot-product attention on separate Q, K, V with masks.
+projections, and scaled dot-product attention on separate Q, K, V with masks, dropout on the
+weights and grouped-query heads.
 
 Composed from primitive ops, one attention layer is about twenty recorded ops (three
 reshapes and three transposes to split the heads, the scores' product, the softmax, the
 weighted sum, the head merge) with a copy at every layout change. Fused, it is one op that
 reads the heads as strided views of its input, writes them merged into its output, and runs
 batch block by batch block on every core (NumPy's stacked matmul releases the GIL).
-docs/backward.md §12 derives the VJP, §31 that of ``scaled_dot_product_attention``.
+docs/backward.md §12 derives the VJP, §31 and §39 those of
+``scaled_dot_product_attention``.
 """
 from __future__ import annotations
 
@@ -161,7 +163,7 @@ def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = Non
     return _weights(q, k, s, future=_future(T, is_causal))
 
 
-# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §31) -----------------
+# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §31, §39) ------------
 
 def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causal: Any,
                 scale: Any, gqa: bool = False) -> tuple[tuple, float]:
@@ -258,9 +260,8 @@ def _sdpa(q, k, v, mask=None, is_causal=False, scale=None, dropout_p=0.0, enable
     total[total == 0] = 1.0
     a = e / total
     drop = ad = None  # inverted dropout on the weights (§39): A_d = A ⊙ D
-    if p:
-        assert draw is not None  # (p > 0 made one)
-        with np.errstate(over="ignore"):  # 1/(1 - p) past float16's range is inf, as torch
+    if p and draw is not None:  # (p > 0 made a generator)
+        with np.errstate(over="ignore"):  # 1/(1 - p) past float16's range is inf
             drop = np.where(draw.random(shape) >= p, dtype.type(1.0 / (1.0 - p)),
                             dtype.type(0.0))
         ad = a * drop

@@ -166,6 +166,21 @@ def test_dropout_in_training_only_and_the_two_paths_draw_the_same_masks():
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
+def test_is_causal_alone_is_the_causal_mask(need_weights):
+    """torch needs attn_mask with is_causal (a hint that the mask is causal); here is_causal
+    alone is that mask, the same as torch given both."""
+    m = nn.MultiheadAttention(E, H, batch_first=True, rng=7)
+    x = RNG.standard_normal((N, L, E))
+    hidden = ~np.tri(L, L, dtype=bool)  # True: not read
+    got, _ = m(x, x, x, is_causal=True, need_weights=need_weights)
+    want, _ = m(x, x, x, attn_mask=hidden, need_weights=need_weights)
+    helpers.assert_close(got.data, want.data)
+    first, _ = m(x[:, :1], x, x, need_weights=need_weights,
+                 attn_mask=np.arange(L)[None] > 0)  # query 0 reads key 0 only
+    helpers.assert_close(got.data[:, :1], first.data)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
 def test_input_gradients_against_finite_differences(need_weights):
     """(The parameters' gradients are compared with torch's above.)"""
     m = nn.MultiheadAttention(4, 2, kdim=3, batch_first=True, rng=6)
@@ -186,6 +201,8 @@ def test_input_gradients_against_finite_differences(need_weights):
     (lambda: nn.MultiheadAttention(6, 2, kdim=0), ValueError, ["kdim", "0"]),
     (lambda: nn.MultiheadAttention(6, 2, batch_first="yes"), TypeError, ["batch_first"]),
     (lambda: nn.MultiheadAttention(6, 2, rng="x"), TypeError, ["rng", "'x'"]),
+    (lambda: nn.MultiheadAttention(2**70, 1), ValueError, ["embed_dim", "at most"]),
+    (lambda: nn.MultiheadAttention(2**16, 1, vdim=2**20), ValueError, ["vdim", "at most"]),
 ])
 def test_constructor_arguments_are_checked(make, error, words):
     with pytest.raises(error) as info:
