@@ -1,21 +1,24 @@
 """Attention: multi-head self-attention as one fused op on the packed ``[Q | K | V]``
-projections, and scaled dot-product attention on separate Q, K, V with masks.
+projections, and scaled dot-product attention on separate Q, K, V with masks, dropout on the
+weights and grouped-query heads.
 
 Composed from primitive ops, one attention layer is about twenty recorded ops (three
 reshapes and three transposes to split the heads, the scores' product, the softmax, the
 weighted sum, the head merge) with a copy at every layout change. Fused, it is one op that
 reads the heads as strided views of its input, writes them merged into its output, and runs
 batch block by batch block on every core (NumPy's stacked matmul releases the GIL).
-docs/backward.md §12 derives the VJP, §31 that of ``scaled_dot_product_attention``.
+docs/backward.md §12 derives the VJP, §31 and §39 those of
+``scaled_dot_product_attention``.
 """
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..checks import boolean, real
+from ..checks import boolean, generator, real
 from ..defop import op
 from ..runtime.blas import one_blas_thread
 from ..runtime.parallel import BLAS_THREADED_FLOPS, for_each_block
@@ -160,25 +163,33 @@ def attention_weights(qkv: np.ndarray, num_heads: int, scale: float | None = Non
     return _weights(q, k, s, future=_future(T, is_causal))
 
 
-# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §31) -----------------
+# ---- scaled dot-product attention on separate Q, K, V (docs/backward.md §31, §39) ------------
 
 def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causal: Any,
-                scale: Any) -> tuple[tuple, float]:
-    """Validate the arguments; return the shape of the scores (..., L, S) and the scale."""
+                scale: Any, gqa: bool = False) -> tuple[tuple, float]:
+    """Validate the arguments; return the shape of the scores (..., L, S) and the scale.
+    With ``gqa``, axis -3 holds the heads: H_q of q, and of k and v divisors of H_q."""
     name = "scaled_dot_product_attention"
+    lead = 3 if gqa else 2  # the trailing axes that do not broadcast
     for label, x in (("q", q), ("k", k), ("v", v)):
-        if x.ndim < 2:
-            raise ValueError(f"{name} {label}: got shape {x.shape}; expected at least 2 "
-                             "dimensions (..., length, features)")
+        if x.ndim < lead:
+            raise ValueError(f"{name} {label}: got shape {x.shape}; expected at least " + (
+                "3 dimensions (..., heads, length, features) with enable_gqa" if gqa else
+                "2 dimensions (..., length, features)"))
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"{name} q, k, v: got shapes {q.shape}, {k.shape}, {v.shape}; "
                          "expected (..., L, E), (..., S, E) and (..., S, Ev)")
+    if gqa and (q.shape[-3] % k.shape[-3] or q.shape[-3] % v.shape[-3]):
+        raise ValueError(f"{name} q, k, v: got {q.shape[-3]} query heads and {k.shape[-3]} "
+                         f"and {v.shape[-3]} key and value heads (axis -3); expected "
+                         "numbers of key and value heads that divide the query heads' "
+                         "with enable_gqa")
     try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = np.broadcast_shapes(q.shape[:-lead], k.shape[:-lead], v.shape[:-lead])
     except ValueError:
         raise ValueError(f"{name} q, k, v: got shapes {q.shape}, {k.shape}, {v.shape}; "
                          "expected leading dimensions that broadcast together") from None
-    scores = batch + (q.shape[-2], k.shape[-2])
+    scores = batch + q.shape[-lead:-1] + (k.shape[-2],)
     check_output(name, "q, k", elements(scores), f"shapes {q.shape} and {k.shape} (scores "
                  f"of shape {scores})", bound="MAX_SCORES")  # L·S from (L + S)·E inputs
     if mask is not None:
@@ -198,19 +209,40 @@ def _sdpa_check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Any, is_causa
     return scores, real("scale", scale, owner=name)
 
 
+def _grouped(x: np.ndarray, heads: int) -> np.ndarray:
+    """(..., H, R, C) as (..., heads, H·R/heads, C): with H = H_q, R = L, the query rows of
+    the H_q/heads query heads that share one key/value head, stacked; with heads = H_q, back
+    (a view of a contiguous ``x``)."""
+    return x.reshape(x.shape[:-3] + (heads, x.shape[-3] * x.shape[-2] // heads, x.shape[-1]))
+
+
+def _same(x: np.ndarray) -> np.ndarray:
+    return x
+
+
 @op(name="scaled_dot_product_attention", arrays=4)
-def _sdpa(q, k, v, mask=None, is_causal=False, scale=None):
+def _sdpa(q, k, v, mask=None, is_causal=False, scale=None, dropout_p=0.0, enable_gqa=False,
+          rng=None):
     """See ``scaled_dot_product_attention``; ``mask`` is a position here so that a float
     mask that requires grad gets its gradient."""
+    name = "scaled_dot_product_attention"
     if mask is not None and not isinstance(mask, np.ndarray):  # a number (a 0-d mask)
         mask = np.asarray(mask)
-    shape, s = _sdpa_check(q, k, v, mask, is_causal, scale)
+    gqa = enable_gqa is not False and boolean("enable_gqa", enable_gqa, owner=name)
+    shape, s = _sdpa_check(q, k, v, mask, is_causal, scale, gqa)
+    p = dropout_p if type(dropout_p) is float and dropout_p == 0.0 else \
+        real("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True, owner=name)
+    draw = generator(rng, name) if p or rng is not None else None
     dtype = np.result_type(q, k, v)
     if dtype.kind != "f":
         dtype = np.dtype(np.float64)
     q, k, v = (x.astype(dtype, copy=False) for x in (q, k, v))
     L, S = shape[-2:]
-    scores = np.matmul(q * s, np.swapaxes(k, -1, -2))
+    by_k = by_v = whole = _same  # grouped query heads (§39): rows of the shared K, V heads
+    if gqa:
+        by_k, by_v = partial(_grouped, heads=k.shape[-3]), partial(_grouped, heads=v.shape[-3])
+        whole = partial(_grouped, heads=q.shape[-3])
+    scores = whole(np.matmul(by_k(q) * s, np.swapaxes(k, -1, -2)))
     if mask is not None and mask.dtype == bool:
         scores = np.where(mask, scores, -np.inf)
     elif mask is not None:
@@ -227,25 +259,34 @@ def _sdpa(q, k, v, mask=None, is_causal=False, scale=None):
     total = e.sum(axis=-1, keepdims=True)
     total[total == 0] = 1.0
     a = e / total
-    out = np.matmul(a, v)
+    drop = ad = None  # inverted dropout on the weights (§39): A_d = A ⊙ D
+    if p and draw is not None:  # (p > 0 made a generator)
+        with np.errstate(over="ignore"):  # 1/(1 - p) past float16's range is inf
+            drop = np.where(draw.random(shape) >= p, dtype.type(1.0 / (1.0 - p)),
+                            dtype.type(0.0))
+        ad = a * drop
+    out = whole(np.matmul(by_v(a if ad is None else ad), v))
     memo: list = [None, None]
 
     def score_grad(g):
-        """S̄ = A ⊙ (Ā − rowsum(Ā ⊙ A)), Ā = Ḡ Vᵀ: computed once per backward pass, shared
-        by the VJPs of q, k and the mask."""
+        """S̄ = A ⊙ (Ā − rowsum(Ā ⊙ A)), Ā = Ḡ Vᵀ (⊙ D with dropout): computed once per
+        backward pass, shared by the VJPs of q, k and the mask."""
         if memo[0] is not g:
-            ga = np.matmul(g, np.swapaxes(v, -1, -2)) * a
+            ga = whole(np.matmul(by_v(g), np.swapaxes(v, -1, -2)))
+            if drop is not None:
+                ga = ga * drop
+            ga = ga * a
             memo[:] = [g, ga - a * ga.sum(axis=-1, keepdims=True)]
         return memo[1]
 
     def vjp_q(g):
-        return np.matmul(score_grad(g), k * s)
+        return whole(np.matmul(by_k(score_grad(g)), k * s))
 
     def vjp_k(g):
-        return np.matmul(np.swapaxes(score_grad(g), -1, -2), q * s)
+        return np.matmul(np.swapaxes(by_k(score_grad(g)), -1, -2), by_k(q) * s)
 
     def vjp_v(g):
-        return np.matmul(np.swapaxes(a, -1, -2), g)
+        return np.matmul(np.swapaxes(by_v(a if ad is None else ad), -1, -2), by_v(g))
 
     def vjp_mask(g):
         return score_grad(g)
@@ -256,11 +297,13 @@ def _sdpa(q, k, v, mask=None, is_causal=False, scale=None):
 
 def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None,
                                  is_causal: bool = False, scale: float | None = None, *,
-                                 attn_mask: Any = None) -> Tensor:
-    """(..., L, E), (..., S, E), (..., S, Ev) -> (..., L, Ev):  O = softmax(s · Q Kᵀ + M) V.
+                                 attn_mask: Any = None, dropout_p: float = 0.0,
+                                 enable_gqa: bool = False,
+                                 rng: np.random.Generator | int | None = None) -> Tensor:
+    """(..., L, E), (..., S, E), (..., S, Ev) -> (..., L, Ev):  O = drop(softmax(s·Q Kᵀ + M)) V.
 
-    As ``torch.nn.functional.scaled_dot_product_attention`` (no dropout): s = ``scale``
-    (default 1/√E), leading dimensions broadcast, L and S may differ. ``mask`` (torch's
+    As ``torch.nn.functional.scaled_dot_product_attention``: s = ``scale`` (default 1/√E),
+    leading dimensions broadcast, L and S may differ. ``mask`` (torch's
     name ``attn_mask=`` is accepted too) broadcasts to the scores (..., L, S): a bool mask
     keeps the keys where it is True (M = 0 there, −inf elsewhere), a floating mask is M
     itself (cast to the result's dtype) and gets a gradient if it requires grad.
@@ -268,15 +311,25 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None,
     both apply (a key is read where the mask keeps it and j <= i). A query with every key
     masked gets zero weights and a zero output row, as torch 2.13 returns (no NaN), and zero
     gradients.
+    ``dropout_p`` in [0, 1): inverted dropout on the weights, A_d = A ⊙ D with
+    D = (u >= p) / (1 - p), u = ``rng.random(scores' shape)`` (the scores' shape is the
+    leading dimensions of q, k, v broadcast, then (L, S)); ``rng`` is a
+    ``np.random.Generator`` (it advances) or a seed (every call draws the same D), None a
+    fresh generator. No draw when p = 0. ``enable_gqa``: axis -3 holds the heads, q has H_q,
+    k and v divisors of H_q; query head h reads key head h // (H_q / H_k) (torch's
+    ``repeat_interleave``), without copying K or V.
     VJP, with Ḡ the output's gradient and A the weights:
-        V̄ = Aᵀ Ḡ,   S̄ = A ⊙ (Ḡ Vᵀ − rowsum(Ḡ Vᵀ ⊙ A)),   Q̄ = s · S̄ K,   K̄ = s · S̄ᵀ Q,
-        M̄ = S̄ (summed over M's broadcast axes).
-    Derivation: docs/backward.md §31. Tests: tests/minigrad/op_cases/attention.py,
-    tests/minigrad/ops/test_attention.py.
+        V̄ = A_dᵀ Ḡ,   Ā = Ḡ Vᵀ ⊙ D,   S̄ = A ⊙ (Ā − rowsum(Ā ⊙ A)),   Q̄ = s · S̄ K,
+        K̄ = s · S̄ᵀ Q,   M̄ = S̄ (summed over M's broadcast axes); with enable_gqa, K̄ and V̄
+        sum over the query heads that share each head.
+    Derivation: docs/backward.md §31, §39. Tests: tests/minigrad/op_cases/attention.py,
+    tests/minigrad/ops/test_attention.py, tests/minigrad/ops/test_attention_dropout_gqa.py.
     """
     if attn_mask is not None:
         if mask is not None:
             raise TypeError("scaled_dot_product_attention: got both mask and attn_mask; "
                             "expected one (attn_mask is torch's name for mask)")
         mask = attn_mask
-    return _sdpa(q, k, v, mask, is_causal, scale)
+    if type(dropout_p) is float and dropout_p == 0.0 and enable_gqa is False and rng is None:
+        return _sdpa(q, k, v, mask, is_causal, scale)  # the plain call, as it always was
+    return _sdpa(q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, rng)

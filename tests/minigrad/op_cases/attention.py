@@ -170,3 +170,111 @@ def _torch_references_self_attention(torch, add):
         case("self_attention", f"B{B}-T{T}-D{D}-H{H}-s{scale}",
              lambda x, H=H, scale=scale: F.self_attention(x, H, scale=scale),
              lambda x, H=H, scale=scale: _torch_self_attention(x, H, scale), rn(B, T, 3 * D))
+
+
+# ---- scaled_dot_product_attention: dropout_p and enable_gqa (docs/backward.md §39) ------------
+def np_sdpa_heads(q, k, v, mask=None, is_causal=False, scale=None, p=0.0, seed=None):
+    """Head by head and row by row: query head h reads key head h // (H_q/H_k) and value
+    head h // (H_q/H_v) (axis -3 holds the heads); with p > 0 each weight is kept where
+    ``np.random.default_rng(seed).random(scores' shape) >= p`` and scaled by 1/(1 - p)."""
+    (Hq, L, E), Hk, Hv, (S, Ev) = q.shape[-3:], k.shape[-3], v.shape[-3], v.shape[-2:]
+    batch = np.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3])
+    shape = batch + (Hq, L, S)
+    kept = np.ones(shape) if not p else \
+        (np.random.default_rng(seed).random(shape) >= p) / (1 - p)
+    s = 1 / np.sqrt(E) if scale is None else scale
+    q, k, v = (np.broadcast_to(x, batch + x.shape[-3:]) for x in (q, k, v))
+    m = None if mask is None else np.broadcast_to(mask, shape)
+    out = np.zeros(batch + (Hq, L, Ev))
+    for b in np.ndindex(batch):
+        for h in range(Hq):
+            keys, values = k[b][h // (Hq // Hk)], v[b][h // (Hq // Hv)]
+            for i in range(L):
+                scores = s * (keys @ q[b][h][i])
+                allowed = np.ones(S, bool)
+                if m is not None and m.dtype == bool:
+                    allowed = m[b][h][i].copy()
+                elif m is not None:
+                    scores = scores + m[b][h][i]
+                    allowed = np.isfinite(scores)
+                if is_causal:
+                    allowed &= np.arange(S) <= i
+                if not allowed.any():
+                    continue
+                w = np.zeros(S)
+                w[allowed] = np.exp(scores[allowed] - scores[allowed].max())
+                out[b][h][i] = (w / w.sum() * kept[b][h][i]) @ values
+    return out
+
+
+_some_keys = _rng.random((3, 5)) > 0.5
+_some_keys[:, 1] = True
+for label, kw, shapes in [
+    ("dropout-p0.3", dict(dropout_p=0.3, rng=7), [(2, 3, 4), (2, 5, 4), (2, 5, 3)]),
+    ("dropout-p0.6-L5-S2", dict(dropout_p=0.6, rng=8, scale=0.5),
+     [(1, 2, 5, 3), (1, 2, 2, 3), (1, 2, 2, 4)]),
+    ("dropout-causal-float-mask", dict(dropout_p=0.5, rng=11, is_causal=True),
+     [(2, 2, 4, 3), (2, 2, 4, 3), (2, 2, 4, 2), (4, 4)]),
+    ("gqa-Hq4-Hk2", dict(enable_gqa=True), [(2, 4, 3, 5), (2, 2, 6, 5), (2, 2, 6, 3)]),
+    ("gqa-Hk1-Hv2-bcast", dict(enable_gqa=True), [(3, 4, 2, 5), (1, 1, 6, 5), (2, 6, 3)]),
+    ("gqa-Hk3-Hv2-causal", dict(enable_gqa=True, is_causal=True),
+     [(1, 6, 4, 3), (1, 3, 3, 3), (1, 2, 3, 2)]),
+    ("gqa-head-mask-differentiated", dict(enable_gqa=True), [(2, 4, 3, 5), (2, 2, 6, 5),
+                                                             (2, 1, 6, 3), (4, 1, 6)]),
+    ("gqa-dropout-bool-mask", dict(enable_gqa=True, dropout_p=0.25, rng=3, mask=_some_keys),
+     [(2, 6, 3, 4), (2, 3, 5, 4), (2, 2, 5, 3)]),
+]:
+    ref_kw = {"p" if key == "dropout_p" else "seed" if key == "rng" else key: val
+              for key, val in kw.items() if key != "enable_gqa"}
+    add_case("scaled_dot_product_attention", label,
+             lambda *t, kw=kw: F.scaled_dot_product_attention(*t, **kw),
+             lambda *a, ref_kw=ref_kw: np_sdpa_heads(*a, **ref_kw), *(rn(*s) for s in shapes))
+
+
+@torch_table
+def _torch_references_dropout_gqa(torch, add):
+    """Against PyTorch autograd: enable_gqa with torch's own; dropout through a composed torch
+    reference that multiplies the softmax by the mask D drawn here from the same seed (torch's
+    generator cannot be matched)."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(3239)
+    rn = partial(helpers.rn, rng)
+    sdpa, t_sdpa = F.scaled_dot_product_attention, TF.scaled_dot_product_attention
+    dtypes = (np.float64, np.float32)
+    for label, kw, shapes in [
+        ("gqa-Hq4-Hk2", {}, [(2, 4, 3, 5), (2, 2, 6, 5), (2, 2, 6, 3)]),
+        ("gqa-Hq6-Hk3-Hv2-causal", {"is_causal": True},
+         [(1, 6, 4, 3), (1, 3, 4, 3), (1, 2, 4, 2)]),
+        ("gqa-Hk1-scale", {"scale": 0.3}, [(2, 4, 3, 5), (2, 1, 6, 5), (2, 1, 6, 3)]),
+    ]:
+        add("scaled_dot_product_attention", label,
+            lambda *t, kw=kw: sdpa(*t, enable_gqa=True, **kw),
+            lambda *t, kw=kw: t_sdpa(*t, enable_gqa=True, **kw),
+            *(rn(*s) for s in shapes), dtypes=dtypes)
+
+    def composed(q, k, v, mask, p, kept, is_causal=False):
+        """torch's documented reference of SDPA, with a given dropout mask."""
+        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)
+        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], -3)
+        scores = q @ k.transpose(-1, -2) / np.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores + mask
+        if is_causal:
+            scores = scores.masked_fill(~torch.ones(scores.shape[-2:]).tril().bool(),
+                                        float("-inf"))
+        w = torch.softmax(scores, -1) * torch.as_tensor(kept, dtype=q.dtype) / (1 - p)
+        return w @ v
+
+    for label, p, seed, shapes, causal in [
+        ("dropout-p0.4", 0.4, 21, [(2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3)], False),
+        ("dropout-gqa-float-mask-causal", 0.3, 22,
+         [(2, 4, 4, 3), (2, 2, 4, 3), (2, 2, 4, 2), (4, 4)], True),
+    ]:
+        q_shape, k_shape = shapes[0], shapes[1]
+        kept = np.random.default_rng(seed).random(q_shape[:-1] + k_shape[-2:-1]) >= p
+        add("scaled_dot_product_attention", label,
+            lambda *t, p=p, seed=seed, causal=causal: sdpa(
+                *t[:3], *t[3:], is_causal=causal, enable_gqa=True, dropout_p=p, rng=seed),
+            lambda *t, p=p, kept=kept, causal=causal: composed(
+                *t[:3], t[3] if len(t) > 3 else None, p, kept, causal),
+            *(rn(*s) for s in shapes), dtypes=dtypes)
