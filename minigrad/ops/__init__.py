@@ -36,7 +36,7 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
-from .sort import argsort, sort, topk
+from .sort import argsort, median, quantile, sort, topk
 from .scatter import index_add, scatter, scatter_add, scatter_reduce
 
 #: The differentiable public ops, by family.
@@ -70,7 +70,7 @@ PUBLIC_OPS = (
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
     # sort.py, scatter.py
-    "sort", "topk", "scatter", "scatter_add", "scatter_reduce", "index_add",
+    "sort", "topk", "median", "quantile", "scatter", "scatter_add", "scatter_reduce", "index_add",
 )
 #: Reductions to indices and truth values, and argsort's permutation: np.ndarray results,
 #: not differentiable.

@@ -1,4 +1,5 @@
-"""Sorting along an axis: ``sort``, ``argsort``, ``topk``.
+"""Sorting along an axis: ``sort``, ``argsort``, ``topk``, and the order statistics
+``median`` and ``quantile``.
 
 One order everywhere: NumPy's stable sort (``kind="stable"``). Equal elements keep their
 order, ascending and descending alike, and NaN counts as larger than every number: NumPy's
@@ -13,15 +14,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..checks import boolean, integer
-from ..defop import as_array_input, op
+from ..defop import as_array_input, as_floating, op
 from ..tensor import Tensor
+from .bounds import check_output, elements
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_index
 except ImportError:  # pragma: no cover
     from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]  # (NumPy 1.x)
 
-__all__ = ["sort", "argsort", "topk", "TopK"]
+__all__ = ["sort", "argsort", "topk", "median", "quantile", "TopK"]
 
 
 class TopK(NamedTuple):
@@ -148,3 +150,125 @@ def topk(x, k, axis=-1, largest=True, sorted=True) -> TopK:
     if not data.ndim:  # torch.topk of a 0-d tensor: 0-d values and index
         perm = perm.reshape(())
     return TopK(_topk(x if isinstance(x, Tensor) else data, perm, ax), perm)
+
+
+def _nonempty(op: str, a: np.ndarray, ax: int) -> int:
+    n = a.shape[ax]
+    if n == 0:
+        raise ValueError(f"{op} x: got an empty axis {ax} (shape {a.shape}); expected at least "
+                         "one element to take an order statistic of")
+    return n
+
+
+def _first_nan(a: np.ndarray, ax: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(which slices along ``ax`` hold a NaN, the position of their first one), kept dims;
+    None when there is none. Such a slice's order statistic is NaN (torch, NumPy)."""
+    if a.dtype.kind != "f":
+        return None
+    isnan = np.isnan(a)
+    if not isnan.any():
+        return None
+    return isnan.any(axis=ax, keepdims=True), np.argmax(isnan, axis=ax, keepdims=True)
+
+
+def _reduced_shape(shape: tuple, axis: Any, ax: int, keepdims: bool) -> tuple:
+    if not keepdims:
+        return () if axis is None else shape[:ax] + shape[ax + 1:]
+    return (1,) * len(shape) if axis is None or not shape else shape[:ax] + (1,) + shape[ax + 1:]
+
+
+@op(arrays=1)
+def median(x, axis=None, keepdims=False):
+    """y = x_(m), m = (n - 1) // 2 along ``axis``: the lower median (torch.median), the
+    element at that position of the stable sort; NaN if the slice holds one.
+
+    x any shape, axis an int or None (all elements); y x's shape without the axis (kept as 1
+    with ``keepdims``). An element of x, not np.median's mean of the two middle ones. VJP:
+    x̄ = ḡ at that one element (ties: the one the stable sort puts at m, which is the index
+    torch.median(x, dim) returns; a NaN slice: its first NaN), 0 elsewhere.
+    Derivation: docs/backward.md §35. Tests: tests/minigrad/op_cases/sort.py,
+    tests/minigrad/ops/test_sort.py.
+    """
+    keepdims = boolean("keepdims", keepdims, owner="median")
+    a, ax = _along("median", x, axis)
+    n = _nonempty("median", a, ax)
+    pick = np.take(_order(a, ax, False), [(n - 1) // 2], axis=ax)
+    nans = _first_nan(a, ax)
+    if nans is not None:
+        pick = np.where(nans[0], nans[1], pick)
+    in_shape = x.shape
+
+    def vjp(g):
+        gx = np.zeros(a.shape, dtype=g.dtype)
+        np.put_along_axis(gx, pick, np.reshape(g, pick.shape), ax)
+        return gx.reshape(in_shape)
+
+    y = np.take_along_axis(a, pick, ax)
+    return y.reshape(_reduced_shape(x.shape, axis, ax, keepdims)), vjp
+
+
+def _lerp(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """lo + t·(hi - lo), from the nearer end (NumPy's: exact at t = 0 and t = 1)."""
+    d = hi - lo
+    return np.where(t >= 0.5, hi - d * (1 - t), lo + d * t)
+
+
+@op(arrays=1)
+def quantile(x, q, axis=None, keepdims=False):
+    """y = (1 - f)·s_j + f·s_(j+1), s x sorted along ``axis``, h = (n - 1)·q, j = ⌊h⌋,
+    f = h - j: NumPy's default method "linear" (torch.quantile's default too).
+
+    x any shape (integers as float64); q a number or 1-D array in [0, 1]; axis an int or
+    None; y q.shape + x's shape without the axis (kept as 1 with ``keepdims``), as
+    np.quantile. A slice holding NaN gives NaN. VJP: x̄ = (1 - f)·ḡ at the element sorted to j
+    and f·ḡ at the one sorted to j + 1 (stable order), summed over q; a NaN slice sends ḡ to
+    its first NaN (as torch).
+    Derivation: docs/backward.md §35. Tests: tests/minigrad/op_cases/sort.py,
+    tests/minigrad/ops/test_sort.py.
+    """
+    keepdims = boolean("keepdims", keepdims, owner="quantile")
+    qs = np.asarray(as_array_input(q, "quantile", "q"))
+    if qs.ndim > 1 or qs.dtype.kind == "b":
+        raise TypeError(f"quantile q: got {'dtype bool' if qs.ndim < 2 else f'shape {qs.shape}'}"
+                        "; expected a number or a 1-D array of numbers in [0, 1]")
+    qs = qs.astype(np.float64)
+    if qs.size and not (np.all(qs >= 0) and np.all(qs <= 1)):  # (NaN fails both)
+        bad = qs[~((qs >= 0) & (qs <= 1))][0]
+        raise ValueError(f"quantile q: got {bad}; expected numbers in [0, 1]")
+    x = as_floating(x)
+    a, ax = _along("quantile", x, axis)
+    n = _nonempty("quantile", a, ax)
+    rest = _reduced_shape(x.shape, axis, ax, keepdims)
+    check_output("quantile", "q", elements(qs.shape + rest), f"{qs.size} quantiles of "
+                 f"{elements(rest)} slices")
+    perm = np.moveaxis(_order(a, ax, False), ax, -1)  # (..., n): each slice's order last
+    h = (n - 1) * qs.reshape(-1)  # (Q,)
+    j = np.floor(h).astype(np.int64)
+    j1 = np.minimum(j + 1, n - 1)
+    f = (h - j).astype(a.dtype)
+    lo, hi = perm[..., j], perm[..., j1]  # (..., Q): positions in x
+    last = np.moveaxis(a, ax, -1)
+    y = _lerp(np.take_along_axis(last, lo, -1), np.take_along_axis(last, hi, -1), f)
+    nans = _first_nan(a, ax)
+    if nans is not None:  # NaN, and the gradient to the first NaN, for every q
+        nan_rows = np.moveaxis(nans[0], ax, -1)
+        y = np.where(nan_rows, np.nan, y)
+        lo = np.where(nan_rows, np.moveaxis(nans[1], ax, -1), lo)
+        w_hi = np.where(nan_rows, 0, f).astype(a.dtype)
+    else:
+        w_hi = np.broadcast_to(f, y.shape)
+    out_shape = qs.shape + rest
+    last_shape = last.shape
+
+    def vjp(g):
+        gq = np.moveaxis(np.reshape(g, (qs.size,) + rest), 0, -1)  # (..., Q) as y
+        gq = np.broadcast_to(gq.reshape(y.shape), y.shape)
+        rows = last_shape[:-1]
+        gl = np.zeros(last_shape, dtype=g.dtype).reshape(-1, n)  # one slice a row
+        r, per_row = np.arange(gl.shape[0])[:, None], (gl.shape[0], -1)
+        np.add.at(gl, (r, lo.reshape(per_row)), ((1 - w_hi) * gq).reshape(per_row))
+        np.add.at(gl, (r, hi.reshape(per_row)), (w_hi * gq).reshape(per_row))
+        return np.moveaxis(gl.reshape(rows + (n,)), -1, ax).reshape(x_shape)
+
+    x_shape = x.shape
+    return np.moveaxis(y, -1, 0).reshape(out_shape), vjp

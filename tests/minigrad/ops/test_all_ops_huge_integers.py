@@ -87,6 +87,8 @@ CALLS = {
     # sort.py, scatter.py: the index a list holding 2**70
     ("sort", "axis"): lambda: F.sort(x(), axis=H), ("topk", "axis"): lambda: F.topk(x(), 1, H),
     ("topk", "k"): lambda: F.topk(x(), H),
+    ("median", "axis"): lambda: F.median(x(), H),
+    ("quantile", "axis"): lambda: F.quantile(x(), 0.5, H),
     **{(op, p): (lambda op=op, p=p: getattr(F, op)(
         x(), **{"axis": 1, "index": [[0], [1]], "src": np.ones((2, 1)), p: H}
         if p == "axis" else {"axis": 1, "index": [[H], [1]], "src": np.ones((2, 1))}))

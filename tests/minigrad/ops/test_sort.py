@@ -144,3 +144,71 @@ def test_bad_arguments_are_named_and_change_nothing(call, exc, words):
     for w in words:
         assert w in str(info.value), str(info.value)
     np.testing.assert_array_equal(x.data, data)
+
+
+def test_median_is_the_lower_middle_element_and_its_gradient_goes_to_one_element():
+    x = mg.Tensor(np.array([4.0, 1.0, 3.0, 2.0]), requires_grad=True)  # middle ones 2 and 3
+    out = F.median(x)
+    assert out.item() == 2.0  # np.median would say 2.5
+    out.backward(np.array(5.0))
+    np.testing.assert_array_equal(x.grad, [0.0, 0.0, 0.0, 5.0])
+    # ties: the element the stable sort puts at (n - 1) // 2 (sorted 0, 1, 3, 3, 3: the 3 at
+    # position 1, the first of them)
+    t = mg.Tensor(np.array([1.0, 3.0, 3.0, 3.0, 0.0]), requires_grad=True)
+    F.median(t).backward()
+    np.testing.assert_array_equal(t.grad, [0.0, 1.0, 0.0, 0.0, 0.0])
+
+
+def test_median_ties_over_all_elements_where_torch_shares_evenly():
+    """torch.median(x) without a dim shares the gradient among tied medians; with a dim it
+    takes the index it returns, which is ours."""
+    torch = pytest.importorskip("torch")
+    a = np.array([1.0, 3.0, 3.0, 3.0, 0.0])
+    tx = torch.tensor(a, requires_grad=True)
+    torch.median(tx).backward()
+    np.testing.assert_allclose(tx.grad.numpy(), [0, 1 / 3, 1 / 3, 1 / 3, 0], rtol=1e-6)
+    assert torch.median(torch.tensor(a)[None], dim=1).indices.item() == 1
+
+
+def test_median_and_quantile_of_a_slice_with_nan_are_nan_with_the_gradient_on_its_first_nan():
+    x = mg.Tensor(np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 2.0, 3.0, 1.0]]),
+                  requires_grad=True)
+    m = F.median(x, axis=1)
+    np.testing.assert_array_equal(m.data, [np.nan, 2.0])
+    m.backward(np.array([1.0, 1.0]))
+    np.testing.assert_array_equal(x.grad, [[0, 1, 0, 0], [0, 1, 0, 0]])
+    x.grad = None
+    q = F.quantile(x, np.array([0.3, 0.9]), axis=1)
+    np.testing.assert_array_equal(q.data[:, 0], [np.nan, np.nan])
+    np.testing.assert_allclose(q.data[:, 1], np.quantile(x.data[1], [0.3, 0.9]), rtol=1e-15)
+    q.backward(np.array([[1.0, 0.0], [2.0, 0.0]]))
+    np.testing.assert_array_equal(x.grad[0], [0.0, 3.0, 0.0, 0.0])
+
+
+def test_quantile_gradient_splits_between_the_two_neighbours():
+    """n = 5, q = 0.3: h = 1.2, so 0.8 of ḡ to the element sorted second, 0.2 to the third."""
+    x = mg.Tensor(np.array([5.0, 1.0, 4.0, 2.0, 3.0]), requires_grad=True)
+    out = F.quantile(x, 0.3)
+    assert out.item() == pytest.approx(2.2, rel=1e-15)
+    out.backward(np.array(10.0))
+    np.testing.assert_allclose(x.grad, [0.0, 0.0, 0.0, 8.0, 2.0], rtol=1e-14)
+
+
+@pytest.mark.parametrize("call, exc, words", [
+    (lambda x: F.median(np.zeros((2, 0)), axis=1), ValueError, ("median x", "empty")),
+    (lambda x: F.median(x, axis=(0, 1)), TypeError, ("median axis",)),
+    (lambda x: F.median(x, dim=0), TypeError, ("median", "axis=")),
+    (lambda x: F.quantile(x, 1.5), ValueError, ("quantile q", "1.5", "[0, 1]")),
+    (lambda x: F.quantile(x, np.array([0.5, np.nan])), ValueError, ("quantile q", "nan")),
+    (lambda x: F.quantile(x, np.ones((2, 2)) / 2), TypeError, ("quantile q", "(2, 2)")),
+    (lambda x: F.quantile(x, None), TypeError, ("quantile q", "None")),
+    (lambda x: F.quantile(x, 0.5, keepdims=1), TypeError, ("quantile keepdims",)),
+    (lambda x: F.quantile(np.broadcast_to(0.0, (2**15, 2**15, 1)), np.full(2**6, 0.5),
+                          axis=2), ValueError, ("quantile q", "at most")),
+])
+def test_bad_order_statistic_arguments_are_named(call, exc, words):
+    x = mg.Tensor(np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]]), requires_grad=True)
+    with pytest.raises(exc) as info:
+        call(x)
+    for w in words:
+        assert w in str(info.value), str(info.value)
