@@ -150,9 +150,11 @@ def _reduce_forward(x: np.ndarray, t: np.ndarray, v: Any, reduce: str,
 
 @op(arrays=1)
 def scatter_reduce(x, axis, index, src, reduce, include_self=True):
-    """out = x, then out[..., index[i], ...] = reduce(out[..., index[i], ...], src[i]) along
-    ``axis``, over every write (torch.scatter_reduce; ``reduce`` "sum", "prod", "mean",
-    "amax", "amin"; ``include_self=False``: x's written elements left out of the reduction).
+    """out[j] = reduce(x[j], src[i] for each i with t(i) = j), t(i) = i with index[i].
+
+    t(i): index position i with its ``axis`` coordinate replaced by index[i]. torch's
+    scatter_reduce: ``reduce`` "sum", "prod", "mean", "amax" or "amin" over every write to an
+    element; ``include_self=False`` leaves x's written elements out of it.
 
     x (..., n, ...); index integer, as many dimensions as x, each in [0, n), no larger than src
     along any axis nor than x off ``axis``; src read over index's shape from its start.
@@ -240,8 +242,9 @@ def _prod_partials(x: np.ndarray, t: np.ndarray, v: Any, include_self: bool) -> 
 
 @op(arrays=1)
 def scatter_add(x, axis, index, src):
-    """out = x, then out[..., index[i], ...] += src[i] along ``axis`` for every write
-    (torch.scatter_add; repeated indices add up, as np.add.at).
+    """out[j] = x[j] + Σ_{i: t(i) = j} src[i], t(i) = i with index[i] along ``axis``.
+
+    torch.scatter_add: every write counts, repeated indices add up (np.add.at).
 
     Shapes as ``scatter_reduce``'s. VJP: x̄ = ḡ; s̄rc[i] = ḡ[..., index[i], ...].
     Derivation: docs/backward.md §36. Tests: tests/minigrad/op_cases/scatter.py,
@@ -263,9 +266,11 @@ def scatter_add(x, axis, index, src):
 
 @op(arrays=1)
 def scatter(x, axis, index, src, reduce=None):
-    """out = x, then out[..., index[i], ...] = src[i] along ``axis`` (torch.scatter); where
-    several writes hit one element the last one in C order of ``index`` wins (torch leaves
-    that undefined). ``reduce="add"`` / ``"multiply"`` are scatter_reduce's "sum" / "prod".
+    """out[j] = src[i] for the last write i with t(i) = j, else x[j] (t(i) = i with index[i]).
+
+    torch.scatter along ``axis``; where several writes hit one element the last one in C
+    order of ``index`` wins (torch leaves that undefined). ``reduce="add"`` / ``"multiply"``
+    are scatter_reduce's "sum" / "prod".
 
     Shapes as ``scatter_reduce``'s; ``src`` may be a number (torch's ``value``). VJP (no
     reduce): x̄ = ḡ with the written elements zeroed; s̄rc[i] = ḡ at its target if the write
@@ -310,8 +315,9 @@ def scatter(x, axis, index, src, reduce=None):
 
 @op(arrays=1)
 def index_add(x, axis, index, source, alpha=1):
-    """out = x, then out[..., index[i], ...] += alpha · source[..., i, ...] along ``axis``
-    for every i (torch.index_add; repeated indices add up, as np.add.at).
+    """out[..., index[i], ...] = x[..., index[i], ...] + alpha · Σ source[..., i, ...].
+
+    torch.index_add along ``axis``: the sum over every i, repeated indices add up (np.add.at).
 
     x (..., n, ...); index 1-D integers in [0, n); source (..., len(index), ...), x's shape
     elsewhere. VJP: x̄ = ḡ; s̄ource[..., i, ...] = alpha · ḡ[..., index[i], ...].

@@ -124,7 +124,7 @@ def _topk(x, indices, axis):
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True) -> TopK:
-    """values, indices = the k largest (smallest: ``largest=False``) elements along ``axis``.
+    """values, indices = the k largest (``largest=False``: smallest) elements along ``axis``.
 
     x (..., n, ...) with 0 <= k <= n along ``axis``; both results (..., k, ...). A named tuple
     ``TopK(values, indices)`` as torch.topk: values a Tensor, indices an int64 np.ndarray.
@@ -179,8 +179,9 @@ def _reduced_shape(shape: tuple, axis: Any, ax: int, keepdims: bool) -> tuple:
 
 @op(arrays=1)
 def median(x, axis=None, keepdims=False):
-    """y = x_(m), m = (n - 1) // 2 along ``axis``: the lower median (torch.median), the
-    element at that position of the stable sort; NaN if the slice holds one.
+    """y = x_(m), m = (n - 1) // 2 along ``axis``: the lower median (torch.median).
+
+    The element at position m of the stable sort; NaN if the slice holds one.
 
     x any shape, axis an int or None (all elements); y x's shape without the axis (kept as 1
     with ``keepdims``). An element of x, not np.median's mean of the two middle ones. VJP:
@@ -215,8 +216,9 @@ def _lerp(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 @op(arrays=1)
 def quantile(x, q, axis=None, keepdims=False):
-    """y = (1 - f)·s_j + f·s_(j+1), s x sorted along ``axis``, h = (n - 1)·q, j = ⌊h⌋,
-    f = h - j: NumPy's default method "linear" (torch.quantile's default too).
+    """y = (1 - f)·s_j + f·s_(j+1), s = x sorted along ``axis``, j + f = (n - 1)·q.
+
+    j = ⌊(n - 1)·q⌋: NumPy's default method "linear" (torch.quantile's default too).
 
     x any shape (integers as float64); q a number or 1-D array in [0, 1]; axis an int or
     None; y q.shape + x's shape without the axis (kept as 1 with ``keepdims``), as
