@@ -88,7 +88,7 @@ def _writes(op: str, x: np.ndarray, axis: Any, index: Any, src: Any) -> tuple:
         raise ValueError(f"{op} index: got {index.ndim} dimensions for x of shape {x.shape}; "
                          f"expected {x.ndim} (as many as x)")
     idx = index.reshape(-1) if not x.ndim else index
-    if isinstance(src, np.ndarray) and src.ndim != x.ndim:
+    if isinstance(src, np.ndarray) and src.ndim != x.ndim and not (x.ndim == 0 == src.ndim - 1):
         raise ValueError(f"{op} src: got shape {src.shape} for x of shape {x.shape}; expected "
                          f"{x.ndim} dimensions (as many as x)")
     src_shape = src.shape if isinstance(src, np.ndarray) and src.ndim else None
@@ -117,8 +117,8 @@ def _src_grad(src: Any, block: tuple | None, flat: np.ndarray) -> np.ndarray:
     """The gradient of ``src`` from the per-write gradients ``flat`` (0 outside the block)."""
     if not isinstance(src, np.ndarray):  # a number (a 0-d Tensor next to x): every write
         return np.asarray(flat.sum(dtype=flat.dtype))
-    if block is None:  # a 0-d src (a 0-d x): one element, written once
-        return flat.reshape(src.shape)
+    if block is None:  # a 0-d src (of a 0-d x): one element, written at most once
+        return np.asarray(flat.sum(dtype=flat.dtype)).reshape(src.shape)
     gs = np.zeros(src.shape, dtype=flat.dtype)
     gs[block] = flat.reshape(tuple(s.stop for s in block))
     return gs
@@ -319,8 +319,8 @@ def index_add(x, axis, index, source, alpha=1):
 
     torch.index_add along ``axis``: the sum over every i, repeated indices add up (np.add.at).
 
-    x (..., n, ...); index 1-D integers in [0, n); source (..., len(index), ...), x's shape
-    elsewhere. VJP: x̄ = ḡ; s̄ource[..., i, ...] = alpha · ḡ[..., index[i], ...].
+    x (..., n, ...); index 1-D integers in [0, n) (0-d: one); source (..., len(index), ...),
+    x's shape elsewhere. VJP: x̄ = ḡ; s̄ource[..., i, ...] = alpha · ḡ[..., index[i], ...].
     Derivation: docs/backward.md §36. Tests: tests/minigrad/op_cases/scatter.py,
     tests/minigrad/ops/test_scatter.py.
     """
@@ -330,9 +330,10 @@ def index_add(x, axis, index, source, alpha=1):
     alpha = real("alpha", alpha, owner="index_add")
     if x.dtype.kind == "b":
         raise TypeError("index_add x: got dtype bool; expected numbers")
-    if index.ndim != 1:
+    if index.ndim > 1:
         raise ValueError(f"index_add index: got shape {index.shape}; expected 1 dimension "
-                         "(torch's vector of indices)")
+                         "(torch's vector of indices; a 0-d one is one index)")
+    index = index.reshape(-1)
     shape = x.shape if x.ndim else (1,)
     want = shape[:ax] + (index.size,) + shape[ax + 1:]
     if source.shape != want and not (x.ndim == 0 and source.size == index.size == 1):

@@ -138,6 +138,35 @@ def test_inputs_are_not_written_and_an_empty_index_copies_x():
     np.testing.assert_array_equal(x, before)
 
 
+
+ZERO_D = {  # torch's 0-d forms (its OpInfo samples hold them): x, index and src all 0-d
+    "scatter_add": (lambda x, i, s: F.scatter_add(x, 0, i, s),
+                    lambda t, x, i, s: t.scatter_add(x, 0, i, s)),
+    "scatter": (lambda x, i, s: F.scatter(x, 0, i, s), lambda t, x, i, s: t.scatter(x, 0, i, s)),
+    **{f"scatter_reduce-{r}-{inc}": (
+        lambda x, i, s, r=r, inc=inc: F.scatter_reduce(x, 0, i, s, r, include_self=inc),
+        lambda t, x, i, s, r=r, inc=inc: t.scatter_reduce(x, 0, i, s, r, include_self=inc))
+       for r in ("sum", "prod", "mean", "amax") for inc in (True, False)},
+    "index_add": (lambda x, i, s: F.index_add(x, 0, i, s, alpha=2.0),
+                  lambda t, x, i, s: t.index_add(x, 0, i, s, alpha=2.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D))
+def test_0d_inputs_as_torch(name):
+    torch = pytest.importorskip("torch")
+    ours, theirs = ZERO_D[name]
+    for index in (np.array(0), np.array([0])):  # a 0-d x takes a 0-d or one-element index
+        x, s = mg.Tensor(np.array(2.0), requires_grad=True), mg.Tensor(np.array(3.0),
+                                                                      requires_grad=True)
+        tx, ts = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (2.0, 3.0))
+        out, want = ours(x, index, s), theirs(torch, tx, torch.as_tensor(index), ts)
+        assert out.shape == () and out.item() == want.item()
+        out.backward(np.array(0.7))
+        want.backward(torch.tensor(0.7, dtype=torch.float64))
+        assert x.grad.shape == () and x.grad == pytest.approx(tx.grad.item(), rel=1e-15)
+        assert s.grad.shape == () and s.grad == pytest.approx(ts.grad.item(), rel=1e-15)
+
 IDX = np.array([[0, 2], [1, 1]])
 
 
