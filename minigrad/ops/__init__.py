@@ -36,6 +36,8 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
+from .sort import argsort, median, quantile, sort, topk
+from .scatter import index_add, scatter, scatter_add, scatter_reduce
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -67,9 +69,12 @@ PUBLIC_OPS = (
     "cross_entropy", "nll_loss",
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # sort.py, scatter.py
+    "sort", "topk", "median", "quantile", "scatter", "scatter_add", "scatter_reduce", "index_add",
 )
-#: Reductions to indices and truth values: np.ndarray results, not differentiable.
-INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")
+#: Reductions to indices and truth values, and argsort's permutation: np.ndarray results,
+#: not differentiable.
+INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all", "argsort")
 #: The comparisons behind ``<``, ``==``, ...: bool results, not differentiable.
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 # mypy reads only an __all__ written as a literal list, and would see none of the ops in

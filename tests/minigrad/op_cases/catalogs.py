@@ -94,6 +94,15 @@ def bool_catalog() -> dict:
         "norm": lambda: F.norm(b), "cumsum": lambda: F.cumsum(b, axis=1),
         "cumprod": lambda: F.cumprod(b), "logcumsumexp": lambda: F.logcumsumexp(b),
     })
+    table.update({  # sort.py, scatter.py (sums and products of truth values are refused)
+        "sort": lambda: F.sort(b), "topk": lambda: F.topk(b, 2).values,
+        "median": lambda: F.median(b, axis=1), "quantile": lambda: F.quantile(b, 0.5),
+        "scatter": lambda: F.scatter(b, 1, np.array([[0], [2]]), True),
+        "scatter_add": lambda: F.scatter_add(b, 1, np.array([[0], [2]]), BOOL_MASK),
+        "scatter_reduce": lambda: F.scatter_reduce(b, 1, np.array([[0], [2]]), BOOL_MASK,
+                                                   "amax"),
+        "index_add": lambda: F.index_add(b, 0, np.array([1]), BOOL_MASK[:1]),
+    })
     return table
 
 
@@ -188,6 +197,19 @@ def zero_d_catalog() -> dict:
         "logcumsumexp": [lambda a, b: F.logcumsumexp(a)[0],
                          lambda a, b: F.logcumsumexp(v * a)[2]],
     })
+    i1 = np.array([1])
+    table.update({  # sort.py, scatter.py
+        "sort": [lambda a, b: F.sort(a), lambda a, b: F.sort(v * a, descending=True)[0]],
+        "topk": [lambda a, b: F.topk(a, 1).values, lambda a, b: F.topk(v * a, 2).values[1]],
+        "median": [lambda a, b: F.median(a), lambda a, b: F.median(v * a)],
+        "quantile": [lambda a, b: F.quantile(a, 0.5), lambda a, b: F.quantile(v * a, 0.75)],
+        "scatter": [lambda a, b: F.scatter(v * a, 0, i1, F.reshape(b, (1,)))[1],
+                    lambda a, b: F.scatter(v, 0, i1, a)[1]],
+        "scatter_add": [lambda a, b: F.scatter_add(v * a, 0, i1, F.reshape(b, (1,)))[1]],
+        "scatter_reduce": [lambda a, b: F.scatter_reduce(v * a, 0, i1, F.reshape(b, (1,)),
+                                                         "prod")[1]],
+        "index_add": [lambda a, b: F.index_add(v * a, 0, i1, F.reshape(b, (1,)))[1]],
+    })
     return table
 
 
@@ -242,5 +264,14 @@ def slot_catalog(T) -> dict:
     table.update({
         "einsum": lambda v: F.einsum("ij,ij->j", T, v), "tensordot": lambda v: F.tensordot(T, v),
         "outer": lambda v: F.outer(T, v), "inner": lambda v: F.inner(T, v),
+    })
+    table.update({  # sort.py, scatter.py
+        "sort": F.sort, "topk": lambda v: F.topk(v, 2).values,
+        "median": F.median, "quantile": lambda v: F.quantile(v, 0.25, axis=1),
+        "scatter": lambda v: F.scatter(v, 1, np.array([[0], [2]]), 0.5),
+        "scatter_add": lambda v: F.scatter_add(v, 1, np.array([[0], [2]]), np.ones((2, 1))),
+        "scatter_reduce": lambda v: F.scatter_reduce(v, 1, np.array([[0], [2]]),
+                                                     np.ones((2, 1)), "mean"),
+        "index_add": lambda v: F.index_add(v, 0, np.array([1]), np.ones((1, 3))),
     })
     return table

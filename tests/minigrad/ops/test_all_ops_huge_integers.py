@@ -84,6 +84,22 @@ CALLS = {
        for op in ("max_pool2d", "avg_pool2d") for p in ("stride", "padding")},
     **{(op, "kernel_size"): (lambda op=op: getattr(F, op)(x4(), H))
        for op in ("max_pool2d", "avg_pool2d")},
+    # sort.py, scatter.py: the index a list holding 2**70
+    ("sort", "axis"): lambda: F.sort(x(), axis=H), ("topk", "axis"): lambda: F.topk(x(), 1, H),
+    ("topk", "k"): lambda: F.topk(x(), H),
+    ("median", "axis"): lambda: F.median(x(), H),
+    ("quantile", "axis"): lambda: F.quantile(x(), 0.5, H),
+    **{(op, p): (lambda op=op, p=p: getattr(F, op)(
+        x(), **{"axis": 1, "index": [[0], [1]], "src": np.ones((2, 1)), p: H}
+        if p == "axis" else {"axis": 1, "index": [[H], [1]], "src": np.ones((2, 1))}))
+       for op in ("scatter", "scatter_add") for p in ("axis", "index")},
+    **{("scatter_reduce", p): (lambda p=p: F.scatter_reduce(
+        x(), H if p == "axis" else 1, [[H], [1]] if p == "index" else [[0], [1]],
+        np.ones((2, 1)), "sum")) for p in ("axis", "index")},
+    **{("index_add", p): (lambda p=p: F.index_add(
+        x(), H if p == "axis" else 1, [H] if p == "index" else [0], np.ones((2, 1))))
+       for p in ("axis", "index")},
+    ("index_add", "source"): lambda: F.index_add(x(), 1, [0], [[H], [1]]),  # (an array)
 }
 
 
