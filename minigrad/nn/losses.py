@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import checks
 from .. import functional as F
 from ..tensor import Tensor
@@ -48,6 +50,8 @@ class CrossEntropyLoss(_Loss):
     is the last axis).
     """
 
+    weight: np.ndarray | None  # a buffer
+
     def __init__(self, weight: Any = None, *, ignore_index: int = -100,
                  reduction: str = "mean", label_smoothing: float = 0.0,
                  axis: int | None = None) -> None:
@@ -74,6 +78,8 @@ class NLLLoss(_Loss):
     """``F.nll_loss(input, target, ...)``, as ``torch.nn.NLLLoss``: input log-probabilities
     with the classes on torch's axis (1 of (N, C, ...), 0 of (C,)) unless ``axis`` is
     given; ``weight`` (C,) per class; ``ignore_index``."""
+
+    weight: np.ndarray | None  # a buffer
 
     def __init__(self, weight: Any = None, *, ignore_index: int = -100,
                  reduction: str = "mean", axis: int | None = None) -> None:
@@ -129,6 +135,9 @@ class BCEWithLogitsLoss(_Loss):
     """Binary cross-entropy of sigmoid(input) (``F.binary_cross_entropy_with_logits``), as
     ``torch.nn.BCEWithLogitsLoss``: ``weight`` broadcast to the input, ``pos_weight`` (C,)
     weighing the positives of each class on the last axis; both buffers."""
+
+    weight: np.ndarray | None
+    pos_weight: np.ndarray | None
 
     def __init__(self, weight: Any = None, *, reduction: str = "mean",
                  pos_weight: Any = None) -> None:
