@@ -4,23 +4,28 @@
 ``train()``/``eval()``, buffers, ``state_dict``); ``containers.py``: ``ModuleList``,
 ``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
 ``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
-``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping;
+``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``, ``Identity``; ``utils.py`` (``nn.utils``):
+gradient clipping; ``losses.py``: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``,
+``SmoothL1Loss``, ``BCEWithLogitsLoss``; ``init.py`` (``nn.init``): in-place initializers;
 ``attention.py``: ``MultiheadAttention`` (torch's parameter names and (out, in) layouts).
 
 Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
 computes ``x @ W + b``: no transpose in the forward pass.
 """
 from ..checks import StateDictKeyError
-from . import utils
-from .activations import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from . import init, utils
+from .activations import GELU, Dropout, Flatten, Identity, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
 from .containers import ModuleList, Sequential
 from .layers import Conv2d, Embedding, LayerNorm, Linear
+from .losses import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 
 __all__ = [
     "Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys", "Linear",
     "LayerNorm", "Conv2d", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
-    "Flatten", "Dropout", "utils", "StateDictKeyError", "MultiheadAttention",
+    "Flatten", "Dropout", "utils", "StateDictKeyError",
+    "Identity", "init", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
+    "BCEWithLogitsLoss", "MultiheadAttention",
 ]

@@ -1,5 +1,5 @@
 """Layers without parameters: activations (``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
-``SiLU``, ``Softmax``), ``Flatten`` and ``Dropout``.
+``SiLU``, ``Softmax``), ``Flatten``, ``Dropout`` and ``Identity``.
 
 Each calls its ``F`` function inside ``forward``, so a layer whose function another part of
 minigrad adds later (``F.gelu``, ``F.silu``) works as soon as it exists, and says so clearly
@@ -8,6 +8,7 @@ before.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,8 @@ from ..tensor import Tensor
 from .args import real_input
 from .module import Module
 
-__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout"]
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout",
+           "Identity"]
 
 
 def lookup_op(name: str, layer: str) -> Callable[..., Tensor]:
@@ -149,3 +151,15 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+class Identity(Module):
+    """y = x: the input itself, as ``torch.nn.Identity`` (a placeholder where a layer is
+    optional, e.g. a head or a norm switched off). Any arguments are accepted and ignored,
+    as torch's are."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, x: Any) -> Any:
+        return x

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from .. import checks
 from ..tensor import Tensor
 from .optimizer import Optimizer, times
 from .state import betas_pair, nonneg
@@ -17,12 +18,17 @@ __all__ = ["AdamW"]
 class AdamW(Optimizer):
     """Adam with decoupled weight decay, as ``torch.optim.AdamW``. At update t of a parameter::
 
+        g ← -g  (maximize)
         p ← p (1 - lr λ)
         m ← β1 m + (1 - β1) g,        v ← β2 v + (1 - β2) g²
-        m̂ = m / (1 - β1^t),           v̂ = v / (1 - β2^t)
+        amsgrad:  v_max ← max(v_max, v),  v̂ = v_max / (1 - β2^t);   otherwise v̂ = v / (1 - β2^t)
+        m̂ = m / (1 - β1^t)
         p ← p - lr m̂ / (√v̂ + eps)
 
     t counts the updates of that parameter (a step where its grad is None does not count).
+    ``amsgrad=True`` keeps the running maximum ``max_exp_avg_sq`` (v_max, from 0) in the
+    parameter's state as torch does; a group that turns amsgrad off drops it at its next step
+    (and one that turns it on starts it from 0, so its first v_max is v).
 
     A float16 parameter is updated in float32, with its state ``m``, ``v`` kept in float32,
     and the result rounded to float16 once per step (as mixed-precision training keeps
@@ -32,17 +38,21 @@ class AdamW(Optimizer):
     the update is computed in (float32: 1.2e-38).
     """
 
-    _hyperparameters = ("lr", "betas", "eps", "weight_decay")
+    _hyperparameters = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")
     _buffer_names = ("exp_avg", "exp_avg_sq")
     _counter_names = ("step",)
+    _flags = ("amsgrad", "maximize")
 
     def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2) -> None:
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
         super().__init__(params, lr)
         self.betas = self._checked("betas", betas)
         self.eps = self._checked("eps", eps)
         self.weight_decay = self._checked("weight_decay", weight_decay)
+        self.amsgrad = self._checked("amsgrad", amsgrad)
+        self.maximize = self._checked("maximize", maximize)
         self._set_groups()
         for i, (p, group) in enumerate(zip(self.params, self._group_of, strict=True)):
             self._check_numbers(i, self._compute_dtype(p.data.dtype), group.get("lr", self.lr),
@@ -51,14 +61,19 @@ class AdamW(Optimizer):
     def _checked(self, name: str, value: Any) -> Any:
         if name == "betas":
             return betas_pair(value)
+        if name in ("amsgrad", "maximize"):
+            return checks.boolean(name, value)
         if name == "eps":
             return nonneg(name, value, low_open=True)
         return nonneg(name, value)
 
     float16_in_float32 = True
 
+    def _buffers_for(self, group: Mapping[str, Any]) -> tuple[str, ...]:
+        return self._buffer_names + (("max_exp_avg_sq",) if group.get("amsgrad") else ())
+
     def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
-        if name == "exp_avg_sq" and np.any(value < 0):
+        if name in ("exp_avg_sq", "max_exp_avg_sq") and np.any(value < 0):
             raise ValueError(f"{where}: holds a negative value; expected the running mean of "
                              "g², which is >= 0 (its square root would be NaN)")
 
@@ -81,7 +96,10 @@ class AdamW(Optimizer):
         scratch *= 1.0 - beta2
         v = times(v, beta2)
         v += scratch
-        np.sqrt(v, out=scratch)
+        v_max = None  # amsgrad off: a v_max left from before is dropped
+        if group["amsgrad"]:
+            v_max = np.maximum(state.get("max_exp_avg_sq", 0.0), v, out=np.empty_like(v))
+        np.sqrt(v if v_max is None else v_max, out=scratch)
         scratch /= math.sqrt(1.0 - beta2 ** t)
         scratch += eps
         np.divide(m, scratch, out=scratch)
@@ -89,4 +107,4 @@ class AdamW(Optimizer):
         new = np.subtract(base, scratch, out=base if base is not param else scratch)
         if new.dtype != param.dtype:  # float16: computed in float32, rounded once
             new = new.astype(param.dtype)
-        return new, {"step": t, "exp_avg": m, "exp_avg_sq": v}
+        return new, {"step": t, "exp_avg": m, "exp_avg_sq": v, "max_exp_avg_sq": v_max}

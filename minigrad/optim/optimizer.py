@@ -73,6 +73,10 @@ class Optimizer(OptimizerState):
     _buffer_names: tuple[str, ...] = ()
     #: per-parameter integer counters
     _counter_names: tuple[str, ...] = ()
+    #: boolean hyperparameters (default False) that ``state_dict`` writes only when one group
+    #: sets them: a state written without them (before they existed) loads as all False, and
+    #: an optimizer at its defaults keeps the layout checkpoints already hold
+    _flags: tuple[str, ...] = ()
 
     def __init__(self, params: Iterable[Tensor] | Iterable[dict], lr: float) -> None:
         if isinstance(params, Tensor):
@@ -216,7 +220,10 @@ class Optimizer(OptimizerState):
             group_lr = values.get("lr", lr)
             compute = self._check_param_state(i, p, state)
             self._check_numbers(i, compute, group_lr, values)
-            work.append((i, p, p.grad.astype(compute, copy=False), state, group_lr, values))
+            grad = p.grad.astype(compute, copy=False)
+            if values.get("maximize"):  # as torch: ascend, by negating g before anything else
+                grad = np.negative(grad)  # a new array: p.grad is never written
+            work.append((i, p, grad, state, group_lr, values))
         results = []
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked just below
             for i, p, grad, state, group_lr, values in work:
@@ -228,6 +235,8 @@ class Optimizer(OptimizerState):
         for p, new, state, new_state in results:
             p.data[...] = new
             state.update(new_state)
+            for name in [name for name, value in new_state.items() if value is None]:
+                del state[name]  # a buffer the group's settings no longer keep
             p.bump_version()
         return loss
 
@@ -289,7 +298,8 @@ class Optimizer(OptimizerState):
             if isinstance(buf, np.ndarray):
                 finite &= np.isfinite(buf)
         for what, value in (("the parameter", new), *((f"its state {name}", v)
-                                                      for name, v in new_state.items())):
+                                                      for name, v in new_state.items()
+                                                      if v is not None)):
             bad = finite & ~np.isfinite(value)
             if bad.any():
                 at = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
@@ -345,6 +355,11 @@ class Optimizer(OptimizerState):
 
     def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None:
         """A loaded state buffer's values must make sense (e.g. a variance is >= 0)."""
+
+    def _buffers_for(self, group: Mapping[str, Any]) -> tuple[str, ...]:
+        """The buffers a parameter of ``group`` keeps (``_update`` returns None for one that
+        its group's settings no longer keep, and ``step`` drops it)."""
+        return self._buffer_names
 
     def _group_names(self) -> list[str]:
         return [name for name in self._hyperparameters if name != "lr"]

@@ -18,6 +18,7 @@ class RMSprop(Optimizer):
     """RMSprop, as ``torch.optim.RMSprop``. Per step with gradient g, smoothing α, weight
     decay λ, momentum μ::
 
+        g ← -g  (maximize)
         g ← g + λ p
         v ← α v + (1 - α) g²
         centered:  ḡ ← α ḡ + (1 - α) g,    d = √(v - ḡ²) + eps;    otherwise d = √v + eps
@@ -30,23 +31,26 @@ class RMSprop(Optimizer):
     parameter is updated in float32 (state kept in float32), as in ``AdamW``.
     """
 
-    _hyperparameters = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered")
+    _hyperparameters = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered",
+                        "maximize")
     _buffer_names = ("square_avg", "grad_avg", "momentum_buffer")
     _counter_names = ("step",)
+    _flags = ("maximize",)
 
     def __init__(self, params: Iterable[Tensor], lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False) -> None:
+                 centered: bool = False, *, maximize: bool = False) -> None:
         super().__init__(params, lr)
         self.alpha = self._checked("alpha", alpha)
         self.eps = self._checked("eps", eps)
         self.weight_decay = self._checked("weight_decay", weight_decay)
         self.momentum = self._checked("momentum", momentum)
         self.centered = self._checked("centered", centered)
+        self.maximize = self._checked("maximize", maximize)
         self._set_groups()
 
     def _checked(self, name: str, value: Any) -> Any:
-        if name == "centered":
+        if name in ("centered", "maximize"):
             return checks.boolean(name, value)
         if name == "alpha":
             return nonneg(name, value, high=1.0)

@@ -12,8 +12,9 @@ each group's base lr::
 """
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -68,20 +69,36 @@ class LRScheduler:
         return self.get_lr()
 
     def step(self) -> None:
+        """Advance to the next step and set its lrs; if that raises, nothing moved."""
         self.last_step += 1
-        self._apply()
+        try:
+            self._apply()
+        except BaseException:
+            self.last_step -= 1
+            raise
 
     def get_last_lr(self) -> list[float]:
         """The learning rate of every group, in order, as set by the last ``step()`` (or the
         constructor): torch's ``get_last_lr()``."""
         return [self.optimizer.group_lr(g) for g in range(len(self.optimizer.param_groups))]
 
+    def _group_lr(self, g: int, step: int, base: float | None) -> float:
+        """Group ``g``'s learning rate at ``step`` from its base (None: the schedule's own,
+        for a group that follows ``optimizer.lr``); ``LambdaLR`` has one function a group."""
+        return self.lr_at(step, base)
+
     def _apply(self) -> None:
-        self.optimizer.lr = self.get_lr()  # the groups that follow optimizer.lr, too
-        for g, group in enumerate(self.optimizer.param_groups):
-            if self.optimizer.has_own_lr(g):  # a group with its own lr scales its own base
-                base = group.setdefault("initial_lr", group["lr"])
-                group["lr"] = self.lr_at(self.last_step, base)
+        """Set every group's lr for ``last_step``: all computed first, so a schedule that
+        raises (a user's function, a step past the end) changes none."""
+        opt = self.optimizer
+        lrs = []
+        for g, group in enumerate(opt.param_groups):
+            own = opt.has_own_lr(g)  # a group with its own lr scales its own base
+            base = group.setdefault("initial_lr", group["lr"]) if own else None
+            lrs.append(self._group_lr(g, self.last_step, base))
+        opt.lr = self.get_lr()  # the groups that follow optimizer.lr, too
+        for group, lr in zip(opt.param_groups, lrs, strict=True):
+            group["lr"] = lr
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """``last_step`` and the settings, as 0-d arrays."""
@@ -106,10 +123,10 @@ class LRScheduler:
         if last.shape != () or last.dtype.kind not in "iu" or int(last) < 0:
             raise ValueError(f"{owner}: last_step got {state['last_step']!r}; expected an "
                              "integer >= 0")
-        trial = object.__new__(type(self))  # the constructor's checks, before self changes
+        trial = copy.copy(self)  # the constructor's checks, before self changes
         try:
             trial._configure(**values)
-            trial.lr_at(int(last))
+            trial._check_step(int(last))
         except (TypeError, ValueError) as e:
             raise ValueError(f"{owner}: {e}" if "last_step" not in str(e) and
                              "stepped to" not in str(e) else
@@ -118,9 +135,13 @@ class LRScheduler:
         self.last_step = int(last)
         self._apply()
 
-    def _configure(self, **settings: Any) -> None:
-        """Check and set the settings named in ``_config`` (the constructor's checks)."""
-        raise NotImplementedError
+    #: ``_configure(**settings)`` checks and sets the settings named in ``_config`` (the
+    #: constructor's checks); each subclass names its own arguments
+    _configure: Callable[..., None]
+
+    def _check_step(self, step: int) -> None:
+        """Raise if the schedule cannot be at ``step`` (``load_state_dict``'s check)."""
+        self.lr_at(step)
 
 
 class WarmupCosine(LRScheduler):

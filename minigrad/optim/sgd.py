@@ -19,23 +19,28 @@ class SGD(Optimizer):
 
     As ``torch.optim.SGD``, per step with gradient g, weight decay λ, momentum μ, dampening τ::
 
+        g ← -g  (maximize)
         g ← g + λ p
         if μ ≠ 0:  b ← g on the first update, else b ← μ b + (1 - τ) g
                    g ← g + μ b  (nesterov)   or   g ← b
         p ← p - lr g
+
+    ``maximize=True`` ascends the objective (torch's ``maximize``).
     """
 
-    _hyperparameters = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+    _hyperparameters = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize")
     _buffer_names = ("momentum_buffer",)
+    _flags = ("maximize",)
 
     def __init__(self, params: Iterable[Tensor], lr: float, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0,
-                 nesterov: bool = False) -> None:
+                 nesterov: bool = False, *, maximize: bool = False) -> None:
         super().__init__(params, lr)
         self.momentum = self._checked("momentum", momentum)
         self.dampening = self._checked("dampening", dampening)
         self.weight_decay = self._checked("weight_decay", weight_decay)
         self.nesterov = self._checked("nesterov", nesterov)
+        self.maximize = self._checked("maximize", maximize)
         self._set_groups()
 
     def _checked_group(self, g: int, group: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,7 +52,7 @@ class SGD(Optimizer):
         return values
 
     def _checked(self, name: str, value: Any) -> Any:
-        if name == "nesterov":
+        if name in ("nesterov", "maximize"):
             return checks.boolean(name, value)
         if name == "dampening":
             return nonneg(name, value, high=1.0, high_open=False)

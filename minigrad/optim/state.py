@@ -1,5 +1,5 @@
 """The checkpoint half of ``Optimizer``: ``state_dict`` and ``load_state_dict``, the latter
-in named steps (keys, per-parameter state, hyperparameters, then apply).
+in named steps (keys, hyperparameters, per-parameter state, then apply).
 
 ``state_dict()`` is a flat ``str -> np.ndarray`` dict (scalars as 0-d arrays), so
 ``np.savez`` stores a checkpoint without pickle, and loading never unpickles.
@@ -7,7 +7,7 @@ in named steps (keys, per-parameter state, hyperparameters, then apply).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,8 +71,28 @@ def _numbers(where: str, value: Any, kind: str, shape: tuple = ()) -> Any:
 class OptimizerState:
     """Mixin of ``Optimizer``: its checkpoints. Relies on the optimizer's ``params``,
     ``param_groups``, ``state``, ``step_count`` and its ``_hyperparameters``,
-    ``_buffer_names``, ``_counter_names``, ``_checked``, ``_check_buffer``,
-    ``_check_numbers``, ``_compute_dtype``."""
+    ``_buffer_names``, ``_counter_names``, ``_flags``, ``_buffers_for``, ``_checked``,
+    ``_check_buffer``, ``_check_numbers``, ``_compute_dtype``."""
+
+    if TYPE_CHECKING:  # what the mixin uses of Optimizer, declared for the type checker only
+        params: list[Any]
+        param_groups: list[dict[str, Any]]
+        state: list[dict[str, Any]]
+        step_count: int
+        _group_of: list[dict[str, Any]]
+        _hyperparameters: tuple[str, ...]
+        _buffer_names: tuple[str, ...]
+        _counter_names: tuple[str, ...]
+        _flags: tuple[str, ...]
+
+        def has_own_lr(self, g: int) -> bool: ...
+        def _group_names(self) -> list[str]: ...
+        def _buffers_for(self, group: Mapping[str, Any]) -> tuple[str, ...]: ...
+        def _checked(self, name: str, value: Any) -> Any: ...
+        def _check_buffer(self, where: str, name: str, value: np.ndarray) -> None: ...
+        def _compute_dtype(self, dtype: np.dtype) -> np.dtype: ...
+        def _check_numbers(self, i: int, compute: np.dtype, lr: float,
+                           group: dict) -> None: ...
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Flat copy of the state: ``num_params``, ``step_count``, each hyperparameter, and
@@ -80,9 +100,11 @@ class OptimizerState:
         update); ``num_groups``, ``group.<g>.size`` and each group's hyperparameters
         ``group.<g>.<name>`` (all but lr). A group with its own lr adds ``group.<g>.lr`` (and
         ``group.<g>.initial_lr`` once a schedule set it): an optimizer whose groups all follow
-        ``optimizer.lr`` writes exactly the keys it wrote before groups could have lrs."""
+        ``optimizer.lr`` writes exactly the keys it wrote before groups could have lrs. A
+        flag (``_flags``: ``maximize``, ``amsgrad``) is written, at the top and in every
+        group, only if it is True somewhere, so the defaults keep the older layout too."""
         out = {"num_params": np.array(len(self.params)), "step_count": np.array(self.step_count)}
-        for name in self._hyperparameters:
+        for name in self._written(self._hyperparameters):
             out[name] = np.array(getattr(self, name))
         out["num_groups"] = np.array(len(self.param_groups))
         for g, group in enumerate(self.param_groups):
@@ -98,7 +120,13 @@ class OptimizerState:
         """The names a group saves: its hyperparameters, and its lr if it was given its own
         (a group that follows ``optimizer.lr`` is restored from the top-level ``lr``)."""
         own = [key for key in GROUP_LR_KEYS if self.has_own_lr(g) and key in group]
-        return self._group_names() + own
+        return self._written(self._group_names()) + own
+
+    def _written(self, names: Any) -> list[str]:
+        """``names`` less the flags that are False at the top and in every group."""
+        unset = {flag for flag in self._flags if not getattr(self, flag) and
+                 not any(group.get(flag) for group in self.param_groups)}
+        return [name for name in names if name not in unset]
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a ``state_dict()`` (or its ``np.load`` of an .npz) into this optimizer.
@@ -112,11 +140,12 @@ class OptimizerState:
         checks.state_mapping(owner, state)
         grouped = "num_groups" in state
         states = self._load_keys(owner, state, grouped)
-        for i, entries in enumerate(states):
-            self._load_param_state(f"{owner}.load_state_dict", i, entries)
         hyper, groups = self._load_hyperparameters(state, grouped)
-        step_count = _counter(f"{owner}.load_state_dict: step_count", state["step_count"], low=0)
         position = {id(group): g for g, group in enumerate(self.param_groups)}
+        for i, entries in enumerate(states):  # a parameter's buffers follow its group's values
+            values = groups[position[id(self._group_of[i])]]
+            self._load_param_state(f"{owner}.load_state_dict", i, entries, values)
+        step_count = _counter(f"{owner}.load_state_dict: step_count", state["step_count"], low=0)
         for i, (p, group) in enumerate(zip(self.params, self._group_of, strict=True)):
             values = groups[position[id(group)]]
             self._check_numbers(i, self._compute_dtype(p.data.dtype),
@@ -133,7 +162,10 @@ class OptimizerState:
         """Step 1: the keys must be exactly those this optimizer writes (a group's
         ``initial_lr`` is optional) and the counts must match; returns each parameter's
         raw entries."""
-        expected = {"num_params", "step_count", *self._hyperparameters}
+        # a flag absent at the top is False everywhere (a state written before it existed)
+        absent = {flag for flag in self._flags if flag not in state}
+        names = [name for name in self._group_names() if name not in absent]
+        expected = {"num_params", "step_count", *self._hyperparameters} - absent
         optional = set()
         if grouped:
             given = _counter(f"{owner}.load_state_dict: num_groups", state["num_groups"], low=0)
@@ -143,11 +175,11 @@ class OptimizerState:
             expected.add("num_groups")
             for g in range(len(self.param_groups)):
                 own = self.has_own_lr(g)
-                keys = ["size", *self._group_names()] + (["lr"] if own else [])
+                keys = ["size", *names] + (["lr"] if own else [])
                 expected.update(f"group.{g}.{name}" for name in keys)
                 if own:
                     optional.add(f"group.{g}.initial_lr")
-        per_param = set(self._buffer_names) | set(self._counter_names)
+        per_param = self._state_names()
         states: list[dict[str, Any]] = [{} for _ in self.params]
         for key in state:
             index, dot, name = key.removeprefix("state.").partition(".")
@@ -162,17 +194,27 @@ class OptimizerState:
                              f"{len(self.params)}")
         return states
 
-    def _load_param_state(self, where: str, i: int, entries: dict[str, Any]) -> None:
-        """Step 2: parameter i's buffers (finite, its shape, its compute dtype: copied) and
-        counters (integers >= 1), all or none of them, checked and converted in place."""
+    def _state_names(self) -> set[str]:
+        """Every per-parameter entry this optimizer may write, whatever its settings."""
+        every = set(self._buffer_names) | set(self._counter_names)
+        for flag in self._flags:  # the buffers a flag adds (amsgrad: max_exp_avg_sq)
+            every |= set(self._buffers_for({flag: True}))
+        return every
+
+    def _load_param_state(self, where: str, i: int, entries: dict[str, Any],
+                          group: Mapping[str, Any]) -> None:
+        """Step 3: parameter i's buffers (finite, its shape, its compute dtype: copied) and
+        counters (integers >= 1), all or none of those its (loaded) group's settings keep,
+        checked and converted in place."""
         p = self.params[i]
-        per_param = set(self._buffer_names) | set(self._counter_names)
+        buffers = self._buffers_for(group)
+        per_param = set(buffers) | set(self._counter_names)
         if entries and set(entries) != per_param:
             raise checks.StateDictKeyError(
                 f"{where}: parameter {i} has state {sorted(entries)}; expected all of "
                 f"{sorted(per_param)} or none")
         compute = self._compute_dtype(p.data.dtype)
-        for name in self._buffer_names:
+        for name in buffers:
             if name not in entries:
                 continue
             value = np.asarray(entries[name])
@@ -191,8 +233,9 @@ class OptimizerState:
 
     def _load_hyperparameters(self, state: Mapping[str, Any],
                               grouped: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Step 3: the top-level hyperparameters and each group's values, checked as the
-        constructor checks them (a state without groups gives every group the top values)."""
+        """Step 2: the top-level hyperparameters and each group's values, checked as the
+        constructor checks them (a state without groups gives every group the top values; a
+        flag the state does not hold is False)."""
         owner = f"{type(self).__name__}.load_state_dict"
         def read(name: str, key: str) -> Any:
             raw = self._hyperparameter_from_array(name, state[key], f"{owner}: {key}")
@@ -203,7 +246,8 @@ class OptimizerState:
             except (TypeError, ValueError) as e:  # the check names the hyperparameter only
                 text = str(e).removeprefix(name)
                 raise ValueError(f"{owner}: {key}{text}") from None
-        hyper = {name: read(name, name) for name in self._hyperparameters}
+        hyper = {name: read(name, name) if name in state else False
+                 for name in self._hyperparameters}  # only a flag may be absent (step 1)
         groups = [{name: hyper[name] for name in self._group_names()}
                   for _ in self.param_groups]
         if not grouped:
@@ -213,8 +257,8 @@ class OptimizerState:
             if size != len(group["params"]):
                 raise ValueError(f"{owner}: group.{g}.size got {size}; "
                                  f"expected {len(group['params'])}")
-            keys = self._group_names() + [k for k in GROUP_LR_KEYS
-                                          if self.has_own_lr(g) and f"group.{g}.{k}" in state]
+            keys = [name for name in self._group_names() if name in state]
+            keys += [k for k in GROUP_LR_KEYS if self.has_own_lr(g) and f"group.{g}.{k}" in state]
             for name in keys:
                 values[name] = read(name, f"group.{g}.{name}")
         return hyper, groups

@@ -130,14 +130,18 @@ def test_printing_an_optimizer_shows_its_groups_as_torch():
     assert str(opt) == repr(opt) == (
         "AdamW (\n"
         "Parameter Group 0\n"
+        "    amsgrad: False\n"
         "    betas: (0.9, 0.999)\n"
         "    eps: 1e-08\n"
         "    lr: 0.001\n"
+        "    maximize: False\n"
         "    weight_decay: 0.01\n"
         "\n"
         "Parameter Group 1\n"
+        "    amsgrad: False\n"
         "    betas: (0.9, 0.999)\n"
         "    eps: 1e-08\n"
         "    lr: 0.5\n"
+        "    maximize: False\n"
         "    weight_decay: 0.0\n"
         ")")
