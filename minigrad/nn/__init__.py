@@ -4,7 +4,9 @@
 ``train()``/``eval()``, buffers, ``state_dict``); ``containers.py``: ``ModuleList``,
 ``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
 ``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
-``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping.
+``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping;
+``conv.py``: ``Conv1d``, ``ConvTranspose1d``, ``ConvTranspose2d`` (torch's weight layouts
+and initialization).
 
 Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
 computes ``x @ W + b``: no transpose in the forward pass.
@@ -13,6 +15,7 @@ from ..checks import StateDictKeyError
 from . import utils
 from .activations import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .containers import ModuleList, Sequential
+from .conv import Conv1d, ConvTranspose1d, ConvTranspose2d
 from .layers import Conv2d, Embedding, LayerNorm, Linear
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
@@ -21,4 +24,5 @@ __all__ = [
     "Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys", "Linear",
     "LayerNorm", "Conv2d", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
     "Flatten", "Dropout", "utils", "StateDictKeyError",
+    "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
 ]

@@ -36,6 +36,7 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
+from .conv_transpose import conv_transpose1d, conv_transpose2d
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -67,6 +68,8 @@ PUBLIC_OPS = (
     "cross_entropy", "nll_loss",
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # conv_transpose.py
+    "conv_transpose1d", "conv_transpose2d",
 )
 #: Reductions to indices and truth values: np.ndarray results, not differentiable.
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")
