@@ -3,6 +3,10 @@ F.conv_transpose2d): torch's weight layouts, state_dict names and initialization
 the same training as torch.nn over several SGD steps from the same weights."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -161,3 +165,14 @@ def test_the_transposed_convolution_is_the_adjoint_of_the_convolution():
     zt = F.conv_transpose2d(x, w, output_padding=(1, 1), **kw).data
     assert zt.shape == z.shape
     np.testing.assert_allclose(np.vdot(y, x), np.vdot(z, zt), rtol=1e-12)
+
+
+@pytest.mark.slow  # a benchmark run; the op's values: the rest of this file and op_cases
+def test_conv_transpose_benchmark_runs():
+    """benchmarks/conv_transpose_step.py end to end in its --quick mode (no timing asserted)."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks",
+                                                        "conv_transpose_step.py"), "--quick"],
+                          capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "S small" in proc.stdout and "M medium" in proc.stdout
