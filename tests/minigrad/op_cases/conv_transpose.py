@@ -67,7 +67,8 @@ for label, sx, sw, kw in [
         ("depthwise-stride3-kernel2", (2, 3, 3, 2), (3, 1, 2, 2), dict(groups=3, stride=3)),
         ("nonsquare-dilation-pair", (1, 2, 4, 3), (2, 2, 1, 3),
          dict(stride=(1, 2), dilation=(1, 2), padding=(0, 2), output_padding=(0, 1))),
-        ("unbatched", (3, 3, 4), (3, 2, 2, 3), dict(stride=2, padding=(1, 0)))]:
+        ("unbatched", (3, 3, 4), (3, 2, 2, 3), dict(stride=2, padding=(1, 0))),
+        ("kernel-larger-than-input", (2, 1, 2, 2), (1, 2, 3, 4), dict(padding=(1, 0)))]:
     add_case("conv_transpose2d", label + "-bias",
              lambda x, w, b, kw=kw: F.conv_transpose2d(x, w, b, **kw),
              lambda x, w, b, kw=kw: np_conv_transpose2d(x, w, b, **kw),
@@ -101,6 +102,11 @@ def _torch_references(torch, add):
         lambda x, w, b: F.conv_transpose2d(x, w, b, (2, 3), (1, 2), (1, 0), 2, (1, 2)),
         lambda x, w, b: TF.conv_transpose2d(x, w, b, (2, 3), (1, 2), (1, 0), 2, (1, 2)),
         rn(2, 4, 5, 6), rn(4, 3, 3, 2), rn(6), dtypes=both)
+    # as torch's own samples: an output_padding of 3 = stride, allowed by dilation 4
+    add("conv_transpose2d", "outpad-equal-to-stride-dilation4-groups",
+        lambda x, w, b: F.conv_transpose2d(x, w, b, 3, (1, 2), (2, 3), 2, (4, 4)),
+        lambda x, w, b: TF.conv_transpose2d(x, w, b, 3, (1, 2), (2, 3), 2, (4, 4)),
+        rn(2, 2, 4, 4), rn(2, 1, 3, 3), rn(2))
     add("conv_transpose2d", "outpad-below-dilation-only",
         lambda x, w: F.conv_transpose2d(x, w, stride=1, output_padding=2, dilation=3),
         lambda x, w: TF.conv_transpose2d(x, w, stride=1, output_padding=2, dilation=3),
