@@ -38,6 +38,7 @@ from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
 from .sort import argsort, median, quantile, sort, topk
 from .scatter import index_add, scatter, scatter_add, scatter_reduce
+from .conv_transpose import conv_transpose1d, conv_transpose2d
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -71,6 +72,8 @@ PUBLIC_OPS = (
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
     # sort.py, scatter.py
     "sort", "topk", "median", "quantile", "scatter", "scatter_add", "scatter_reduce", "index_add",
+    # conv_transpose.py
+    "conv_transpose1d", "conv_transpose2d",
 )
 #: Reductions to indices and truth values, and argsort's permutation: np.ndarray results,
 #: not differentiable.

@@ -6,7 +6,8 @@ view) and multiplies it by the weight, one GEMM per group; the backward multipli
 and scatter-adds the column gradient onto the input (col2im) in one pass per kernel offset.
 docs/backward.md §16 derives both; §18 derives ``pad``.
 
-``out_size`` is shared with the pooling ops (``pool.py``).
+``out_size`` is shared with the pooling ops (``pool.py``); ``windows``, ``col2im`` and ``_conv``
+with the transposed convolutions (``conv_transpose.py``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,21 @@ def windows(xp: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     view = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
     return view[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def col2im(cols: np.ndarray, padded, stride, dilation) -> np.ndarray:
+    """The adjoint of ``windows``: cols (C, kh, kw, B, Ho, Wo) added back onto zeros
+    (C, B, Hp, Wp) at the positions the windows read, ``out[c, b, p·sh + i·dh, q·sw + j·dw]
+    += cols[c, i, j, b, p, q]``. In the columns' own (C, B) order, so each add reads its
+    block in memory order (faster than adding transposed blocks into a (B, C) array)."""
+    C, kh, kw, B, Ho, Wo = cols.shape
+    out = np.zeros((C, B) + tuple(padded), dtype=cols.dtype)
+    (sh, sw), (dh, dw) = stride, dilation
+    for i in range(kh):  # each kernel offset adds its columns back, strided
+        for j in range(kw):
+            out[:, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh,
+                j * dw:j * dw + sw * (Wo - 1) + 1:sw] += cols[:, i, j]
+    return out
 
 
 def out_size(op_name: str, size, pads, kernel, dilation, stride) -> tuple[int, int]:
@@ -119,17 +135,8 @@ def _conv(x, weight, bias, stride, pads, dilation, groups, op_name):
 
     def vjp_x(g):
         dcols = np.matmul(w3.transpose(0, 2, 1), grad_rows(g))  # (G, K, B·Ho·Wo)
-        dcols = dcols.reshape(C, kh, kw, B, Ho, Wo)
-        # col2im in the columns' own (C, B) order, so each add reads its block in memory
-        # order (faster than adding transposed blocks into a (B, C) array); the gradient
-        # is returned as a transposed view
-        gxp = np.zeros((C, B) + xp.shape[2:], dtype=dcols.dtype)
-        (sh, sw), (dh, dw) = stride, dilation
-        for i in range(kh):  # each kernel offset adds its columns back, strided
-            for j in range(kw):
-                gxp[:, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh,
-                    j * dw:j * dw + sw * (Wo - 1) + 1:sw] += dcols[:, i, j]
-        return gxp[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3)
+        gxp = col2im(dcols.reshape(C, kh, kw, B, Ho, Wo), xp.shape[2:], stride, dilation)
+        return gxp[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3)  # a transposed view
 
     def vjp_w(g):  # (cols @ gᵀ)ᵀ: this orientation of the GEMM runs faster than g @ colsᵀ
         gw = np.matmul(cols, grad_rows(g).transpose(0, 2, 1))  # (G, K, Og)

@@ -35,6 +35,8 @@ def slot_values(op):
         return SLOT_VALUES.reshape(1, 2, 3).copy()
     if op in ("conv2d", "max_pool2d", "avg_pool2d"):
         return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
+    if op in ("conv_transpose1d", "conv_transpose2d"):  # conv_transpose.py
+        return SLOT_VALUES.reshape((1, 2, 3) if op.endswith("1d") else (1, 1, 2, 3)).copy()
     return SLOT_VALUES.T.copy() if op == "matmul" else SLOT_VALUES.copy()
 
 
@@ -93,6 +95,11 @@ def bool_catalog() -> dict:
         "inner": lambda: F.inner(b, b), "std": lambda: F.std(b), "prod": lambda: F.prod(b),
         "norm": lambda: F.norm(b), "cumsum": lambda: F.cumsum(b, axis=1),
         "cumprod": lambda: F.cumprod(b), "logcumsumexp": lambda: F.logcumsumexp(b),
+        # conv_transpose.py
+        "conv_transpose1d": lambda: F.conv_transpose1d(F.expand_dims(b, 0),
+                                                       np.ones((2, 1, 1), bool)),
+        "conv_transpose2d": lambda: F.conv_transpose2d(mg.Tensor(np.ones((1, 1, 2, 3), bool)),
+                                                       BOOL_MASK[None, None, :1, :1]),
     })
     table.update({  # sort.py, scatter.py (sums and products of truth values are refused)
         "sort": lambda: F.sort(b), "topk": lambda: F.topk(b, 2).values,
@@ -196,6 +203,11 @@ def zero_d_catalog() -> dict:
         "cumprod": [lambda a, b: F.cumprod(a)[0], lambda a, b: F.cumprod(v * a)[2]],
         "logcumsumexp": [lambda a, b: F.logcumsumexp(a)[0],
                          lambda a, b: F.logcumsumexp(v * a)[2]],
+        # conv_transpose.py
+        "conv_transpose1d": [lambda a, b: F.conv_transpose1d(F.reshape(a, (1, 1, 1)),
+                                                             F.reshape(b, (1, 1, 1)))[0, 0, 0]],
+        "conv_transpose2d": [lambda a, b: F.conv_transpose2d(
+            F.reshape(a, (1, 1, 1, 1)), F.reshape(b, (1, 1, 1, 1)))[0, 0, 0, 0]],
     })
     i1 = np.array([1])
     table.update({  # sort.py, scatter.py
@@ -264,6 +276,9 @@ def slot_catalog(T) -> dict:
     table.update({
         "einsum": lambda v: F.einsum("ij,ij->j", T, v), "tensordot": lambda v: F.tensordot(T, v),
         "outer": lambda v: F.outer(T, v), "inner": lambda v: F.inner(T, v),
+        # conv_transpose.py: (1, 2, 3) is B 1, C 2, L 3; (1, 1, 2, 3) NCHW
+        "conv_transpose1d": lambda v: F.conv_transpose1d(v, np.ones((2, 1, 1))),
+        "conv_transpose2d": lambda v: F.conv_transpose2d(v, np.ones((1, 1, 1, 1))),
     })
     table.update({  # sort.py, scatter.py
         "sort": F.sort, "topk": lambda v: F.topk(v, 2).values,

@@ -18,7 +18,7 @@ H = 2**70
 INT_PARAMS = {"axis", "axes", "axis1", "axis2", "ddof", "shape", "indices_or_sections",
               "reps", "repeats", "shift", "k", "source", "destination", "offset", "decimals",
               "num_heads", "ignore_index", "stride", "padding", "dilation", "groups",
-              "kernel_size", "pad_width", "index"}
+              "kernel_size", "pad_width", "index", "output_padding"}
 
 
 def x():
@@ -35,6 +35,7 @@ def x4():
 
 IDX = np.array([[0, 1, 0], [1, 0, 1]])
 W2, W1 = np.ones((1, 1, 2, 2)), np.ones((1, 2, 2))
+W2T, W1T = np.ones((1, 1, 2, 2)), np.ones((2, 1, 2))  # (C_in, C_out/groups, k...)
 CALLS = {
     **{(op, "axis"): (lambda op=op: getattr(F, op)(x(), axis=H)) for op in (
         "sum", "mean", "max", "min", "var", "std", "prod", "norm", "logsumexp", "softmax",
@@ -100,6 +101,10 @@ CALLS = {
         x(), H if p == "axis" else 1, [H] if p == "index" else [0], np.ones((2, 1))))
        for p in ("axis", "index")},
     ("index_add", "source"): lambda: F.index_add(x(), 1, [0], [[H], [1]]),  # (an array)
+    # conv_transpose.py (a stride or dilation of 2**70 asks for an output beyond the bound)
+    **{(op, p): (lambda op=op, p=p, w=w, a=a: getattr(F, op)(a(), w, **{p: H}))
+       for op, w, a in (("conv_transpose2d", W2T, x4), ("conv_transpose1d", W1T, x3))
+       for p in ("stride", "padding", "output_padding", "dilation", "groups")},
 }
 
 
