@@ -36,6 +36,8 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
+from .activations import celu, hardsigmoid, hardswish, mish, softsign
+from .unary import erf, erfc
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -67,6 +69,8 @@ PUBLIC_OPS = (
     "cross_entropy", "nll_loss",
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # the smaller ops: activations.py, unary.py (erf, erfc), losses.py
+    "mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc",
 )
 #: Reductions to indices and truth values: np.ndarray results, not differentiable.
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")

@@ -22,6 +22,8 @@ UNARY_A = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "a
            "rsqrt", "sign", "floor", "ceil", "round", "trunc")
 BINARY_A = ("arctan2", "hypot", "logaddexp", "mod")
 SCANS_A = ("cumsum", "cumprod", "logcumsumexp")
+#: The smaller ops' elementwise functions of one operand.
+SMALL_A = ("mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc")
 
 BOOL_MASK = np.array([[True, False, True], [False, False, True]])  # bool_catalog's input
 SLOT_VALUES = np.arange(1.0, 7.0).reshape(2, 3) / 7  # in (0, 1): fine for log, sqrt, pow
@@ -94,6 +96,8 @@ def bool_catalog() -> dict:
         "norm": lambda: F.norm(b), "cumsum": lambda: F.cumsum(b, axis=1),
         "cumprod": lambda: F.cumprod(b), "logcumsumexp": lambda: F.logcumsumexp(b),
     })
+    # the smaller ops: activations, erf, losses, norms
+    table.update({name: (lambda f=getattr(F, name): f(b)) for name in SMALL_A})
     return table
 
 
@@ -188,6 +192,8 @@ def zero_d_catalog() -> dict:
         "logcumsumexp": [lambda a, b: F.logcumsumexp(a)[0],
                          lambda a, b: F.logcumsumexp(v * a)[2]],
     })
+    # the smaller ops: activations, erf, losses, norms
+    table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in SMALL_A})
     return table
 
 
@@ -243,4 +249,6 @@ def slot_catalog(T) -> dict:
         "einsum": lambda v: F.einsum("ij,ij->j", T, v), "tensordot": lambda v: F.tensordot(T, v),
         "outer": lambda v: F.outer(T, v), "inner": lambda v: F.inner(T, v),
     })
+    # the smaller ops: activations, erf, losses, norms
+    table.update({name: getattr(F, name) for name in SMALL_A})
     return table
