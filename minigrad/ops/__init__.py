@@ -38,6 +38,7 @@ from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
 from .activations import celu, hardsigmoid, hardswish, mish, softsign
 from .unary import erf, erfc
+from .losses import binary_cross_entropy
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -71,6 +72,7 @@ PUBLIC_OPS = (
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
     # the smaller ops: activations.py, unary.py (erf, erfc), losses.py
     "mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc",
+    "binary_cross_entropy",
 )
 #: Reductions to indices and truth values: np.ndarray results, not differentiable.
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")

@@ -98,6 +98,7 @@ def bool_catalog() -> dict:
     })
     # the smaller ops: activations, erf, losses, norms
     table.update({name: (lambda f=getattr(F, name): f(b)) for name in SMALL_A})
+    table.update({"binary_cross_entropy": lambda: F.binary_cross_entropy(b, b)})
     return table
 
 
@@ -194,6 +195,9 @@ def zero_d_catalog() -> dict:
     })
     # the smaller ops: activations, erf, losses, norms
     table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in SMALL_A})
+    table.update({"binary_cross_entropy": [
+        lambda a, b: F.binary_cross_entropy(F.sigmoid(a), F.sigmoid(b)),
+        lambda a, b: F.binary_cross_entropy(F.sigmoid(v * a), F.sigmoid(v * b), reduction="none")[1]]})
     return table
 
 
@@ -251,4 +255,5 @@ def slot_catalog(T) -> dict:
     })
     # the smaller ops: activations, erf, losses, norms
     table.update({name: getattr(F, name) for name in SMALL_A})
+    table.update({"binary_cross_entropy": lambda v: F.binary_cross_entropy(v, T)})
     return table
