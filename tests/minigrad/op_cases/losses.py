@@ -330,8 +330,7 @@ for red in REDUCTIONS:
 
 
 def np_bce_probabilities(p, y, weight=None, reduction="mean"):
-    """-w [y log p + (1 - y) log(1 - p)], the textbook form (p kept inside (0.02, 0.98), where
-    torch's floor of each log at -100 is far away)."""
+    """-w [y log p + (1 - y) log(1 - p)] (p in (0.02, 0.98): the -100 floor far away)."""
     w = 1.0 if weight is None else weight
     return _reduce(-w * (y * np.log(p) + (1.0 - y) * np.log(1.0 - p)), reduction)
 
@@ -363,8 +362,7 @@ def _torch_bce_probabilities_and_weights(torch, add):
         add(op, label, fn, torch_fn, *arrays, dtypes=(np.float64, np.float32),
             close=helpers.close_32_ulps, fp_strict=True)
 
-    p, y = rng.uniform(0.02, 0.98, (3, 4)), rng.uniform(0, 1, (3, 4))
-    w = rng.uniform(0.2, 2.0, (3, 1))
+    p, y, w = rng.uniform(0.02, 0.98, (3, 4)), rng.uniform(0, 1, (3, 4)), rng.uniform(0.2, 2, (3, 1))
     for red in REDUCTIONS:
         case("binary_cross_entropy", f"soft-{red}",
              lambda a, b, r=red: F.binary_cross_entropy(a, b, reduction=r),
