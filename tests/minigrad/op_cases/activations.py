@@ -1,5 +1,6 @@
 """Cases for minigrad/ops/activations.py: softplus, silu, gelu, gelu_tanh, leaky_relu, elu,
-selu, log_sigmoid, hardtanh, softmax, log_softmax, softmin. References written from the formulas in NumPy/SciPy (the
+selu, log_sigmoid, hardtanh, softmax, log_softmax, softmin, mish, hardswish, hardsigmoid,
+celu, softsign. References written from the formulas in NumPy/SciPy (the
 textbook forms, not the stable ones the ops use: the inputs here are moderate)."""
 from __future__ import annotations
 

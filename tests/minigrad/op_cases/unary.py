@@ -2,7 +2,7 @@
 (kept away from the points where it or its derivative is undefined), the binary ones with
 broadcasting and 0-d operands. The piecewise-constant ones get inputs away from their jumps,
 where the finite difference of a step is 0 too. References are NumPy/SciPy spellings other
-than the op's own where one exists."""
+than the op's own where one exists (erf: its Taylor series)."""
 from __future__ import annotations
 
 from functools import partial

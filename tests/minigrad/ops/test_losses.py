@@ -157,9 +157,9 @@ def test_weights_that_require_grad_are_refused_not_dropped(call, op, param):
 
 # ---- the shared per-op catalogs (op_cases/catalogs.py), checked more strictly for these ops ----
 ACT = ("softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "log_sigmoid", "hardtanh",
-       "softmin")
+       "softmin", "mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc")
 LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
-          "nll_loss")
+          "nll_loss", "binary_cross_entropy")
 
 
 @pytest.mark.parametrize("name", ACT + LOSSES)
