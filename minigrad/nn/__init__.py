@@ -1,22 +1,49 @@
-"""PyTorch-like modules.
+"""PyTorch-like modules, one file per kind.
 
-``parameter.py``: ``Parameter``; ``module.py``: ``Module`` (registration,
-``train()``/``eval()``, buffers, ``state_dict``); ``containers.py``: ``ModuleList``,
-``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
-``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
-``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``, ``Identity``; ``utils.py`` (``nn.utils``):
-gradient clipping; ``losses.py``: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``,
-``SmoothL1Loss``, ``BCEWithLogitsLoss``; ``init.py`` (``nn.init``): in-place initializers;
-``attention.py``: ``MultiheadAttention`` (torch's parameter names and (out, in) layouts);
-``conv.py``: ``Conv1d``, ``ConvTranspose1d``, ``ConvTranspose2d`` (torch's weight layouts
-and initialization).
+- ``parameter.py``: ``Parameter``; ``module.py``: ``Module`` (registration,
+  ``train()``/``eval()``, buffers, ``state_dict``); ``containers.py``: ``ModuleList``,
+  ``Sequential``.
+- ``layers.py``: ``Linear``, ``LayerNorm``, ``Conv2d``, ``Embedding``; ``conv.py``:
+  ``Conv1d``, ``ConvTranspose1d``, ``ConvTranspose2d`` (torch's weight layouts and
+  initialization); ``attention.py``: ``MultiheadAttention`` (torch's parameter names and
+  (out, in) layouts).
+- ``activations.py``: one module per activation of ``F`` with torch's names and arguments
+  (``ReLU``, ``GELU``, ``Mish``, ``LeakyReLU``, ``Softmax``, ...), ``Flatten``, ``Dropout``,
+  ``Identity``.
+- ``losses.py``: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``SmoothL1Loss``,
+  ``BCEWithLogitsLoss``.
+- ``init.py`` (``nn.init``): in-place initializers; ``utils.py`` (``nn.utils``): gradient
+  clipping.
 
 Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
 computes ``x @ W + b``: no transpose in the forward pass.
 """
 from ..checks import StateDictKeyError
 from . import init, utils
-from .activations import GELU, Dropout, Flatten, Identity, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activations import (
+    CELU,
+    ELU,
+    GELU,
+    SELU,
+    Dropout,
+    Flatten,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    Identity,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanh,
+)
 from .attention import MultiheadAttention
 from .containers import ModuleList, Sequential
 from .conv import Conv1d, ConvTranspose1d, ConvTranspose2d
@@ -32,4 +59,6 @@ __all__ = [
     "Identity", "init", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
     "BCEWithLogitsLoss", "MultiheadAttention",
     "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
+    "Mish", "Hardswish", "Hardsigmoid", "CELU", "Softsign", "LeakyReLU", "ELU", "SELU",
+    "Softplus", "LogSigmoid", "Hardtanh", "LogSoftmax", "Softmin",
 ]

@@ -1,5 +1,8 @@
 """Layers without parameters: activations (``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
-``SiLU``, ``Softmax``), ``Flatten``, ``Dropout`` and ``Identity``.
+``SiLU``, ``Softmax``; and ``Mish``, ``Hardswish``, ``Hardsigmoid``, ``CELU``, ``Softsign``,
+``LeakyReLU``, ``ELU``, ``SELU``, ``Softplus``, ``LogSigmoid``, ``Hardtanh``, ``LogSoftmax``,
+``Softmin``, each its ``F`` function with torch's arguments), ``Flatten``, ``Dropout``,
+``Identity``.
 
 Each calls its ``F`` function inside ``forward``, so a layer whose function another part of
 minigrad adds later (``F.gelu``, ``F.silu``) works as soon as it exists, and says so clearly
@@ -19,8 +22,9 @@ from ..tensor import Tensor
 from .args import real_input
 from .module import Module
 
-__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout",
-           "Identity"]
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Flatten", "Dropout", "Mish",
+           "Hardswish", "Hardsigmoid", "CELU", "Softsign", "LeakyReLU", "ELU", "SELU",
+           "Softplus", "LogSigmoid", "Hardtanh", "LogSoftmax", "Softmin", "Identity"]
 
 
 def lookup_op(name: str, layer: str) -> Callable[..., Tensor]:
@@ -163,3 +167,131 @@ class Identity(Module):
 
     def forward(self, x: Any) -> Any:
         return x
+
+
+# ---- the other activations of F, one module each, with torch.nn's names and arguments --------
+class _Elementwise(Module):
+    """``F.<op>(x, **arguments)``: the arguments checked once, here, by calling the op on a
+    0-d input (the op's own checks and messages), and shown by ``repr``."""
+
+    op = ""
+
+    def __init__(self, **arguments: float) -> None:
+        super().__init__()
+        self.arguments = arguments
+        getattr(F, self.op)(np.zeros(()), **arguments)  # a bad argument fails here, named
+
+    def forward(self, x: Tensor) -> Tensor:
+        return getattr(F, self.op)(x, **self.arguments)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.arguments.items())
+
+
+class Mish(_Elementwise):
+    """y = x · tanh(softplus(x)) (``F.mish``)."""
+
+    op = "mish"
+
+
+class Hardswish(_Elementwise):
+    """y = x · min(max(x + 3, 0), 6) / 6 (``F.hardswish``)."""
+
+    op = "hardswish"
+
+
+class Hardsigmoid(_Elementwise):
+    """y = min(max(x / 6 + 1/2, 0), 1) (``F.hardsigmoid``)."""
+
+    op = "hardsigmoid"
+
+
+class Softsign(_Elementwise):
+    """y = x / (1 + |x|) (``F.softsign``)."""
+
+    op = "softsign"
+
+
+class SELU(_Elementwise):
+    """y = λ · elu(x, α) with torch's constants (``F.selu``)."""
+
+    op = "selu"
+
+
+class LogSigmoid(_Elementwise):
+    """y = log σ(x) (``F.log_sigmoid``)."""
+
+    op = "log_sigmoid"
+
+
+class CELU(_Elementwise):
+    """y = x where x > 0, else α (e^(x/α) - 1) (``F.celu``)."""
+
+    op = "celu"
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__(alpha=alpha)
+
+
+class LeakyReLU(_Elementwise):
+    """y = x where x > 0, else negative_slope · x (``F.leaky_relu``)."""
+
+    op = "leaky_relu"
+
+    def __init__(self, negative_slope: float = 0.01) -> None:
+        super().__init__(negative_slope=negative_slope)
+
+
+class ELU(_Elementwise):
+    """y = x where x > 0, else α (e^x - 1) (``F.elu``)."""
+
+    op = "elu"
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__(alpha=alpha)
+
+
+class Softplus(_Elementwise):
+    """y = log(1 + e^(βx)) / β, x where βx > threshold (``F.softplus``)."""
+
+    op = "softplus"
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__(beta=beta, threshold=threshold)
+
+
+class Hardtanh(_Elementwise):
+    """y = min(max(x, min_val), max_val) (``F.hardtanh``)."""
+
+    op = "hardtanh"
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
+        super().__init__(min_val=min_val, max_val=max_val)
+
+
+class LogSoftmax(Module):
+    """y = x - logsumexp(x) along axis ``dim`` (``F.log_softmax``); shape kept."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = checks.integer("dim", dim, owner="LogSoftmax")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, axis=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """y = softmax(-x) along axis ``dim`` (``F.softmin``); shape kept."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = checks.integer("dim", dim, owner="Softmin")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmin(x, axis=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

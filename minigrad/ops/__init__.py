@@ -39,6 +39,9 @@ from .pool import avg_pool2d, max_pool2d
 from .sort import argsort, median, quantile, sort, topk
 from .scatter import index_add, scatter, scatter_add, scatter_reduce
 from .conv_transpose import conv_transpose1d, conv_transpose2d
+from .activations import celu, hardsigmoid, hardswish, mish, softsign
+from .unary import erf, erfc
+from .losses import binary_cross_entropy
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -74,6 +77,9 @@ PUBLIC_OPS = (
     "sort", "topk", "median", "quantile", "scatter", "scatter_add", "scatter_reduce", "index_add",
     # conv_transpose.py
     "conv_transpose1d", "conv_transpose2d",
+    # the smaller ops: activations.py, unary.py (erf, erfc), losses.py
+    "mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc",
+    "binary_cross_entropy",
 )
 #: Reductions to indices and truth values, and argsort's permutation: np.ndarray results,
 #: not differentiable.

@@ -6,7 +6,8 @@ Each is written in a form that neither overflows nor loses digits for large |x|:
 and log_sigmoid through ``logaddexp`` / ``log_expit``, sigmoids through ``expit``, the
 exact GELU through the normal CDF ``ndtr`` (accurate in its tails, where ``1 + erf`` is 0).
 float32 stays float32; integer and bool input is computed in float64. docs/backward.md §25
-derives every VJP and states each kink convention.
+derives every VJP and states each kink convention; §40 those of mish, hardswish,
+hardsigmoid, celu and softsign.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from ..defop import as_floating, op
 from ..runtime.rowwise import as_rows, map_rows, row_max, row_sum
 
 __all__ = ["softplus", "silu", "gelu", "gelu_tanh", "GELU_C", "GELU_K", "leaky_relu", "elu",
-           "selu", "log_sigmoid", "hardtanh", "softmax", "log_softmax", "softmin"]
+           "selu", "log_sigmoid", "hardtanh", "softmax", "log_softmax", "softmin", "mish",
+           "hardswish", "hardsigmoid", "celu", "softsign"]
 
 # torch.nn.SELU's constants (Klambauer et al., 2017), to the digits torch uses
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -276,3 +278,71 @@ def softmin(x, axis=-1):
     """
     y, vjp = softmax.forward(-as_floating(x), axis)
     return y, lambda g: -vjp(g)
+
+
+# ---- mish, the hard pair, celu, softsign (docs/backward.md §40) -------------------------
+@op(arrays=1)
+def mish(x):
+    """y = x · tanh(softplus(x)).   VJP: x̄ = g · (t + x σ(x) (1 - t²)), t = tanh(softplus(x)).
+
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations_more.py.
+    """
+    x = as_floating(x)
+    t = np.tanh(np.logaddexp(0.0, x))  # softplus without overflow for x >> 0
+    return x * t, lambda g: g * (t + x * sp.expit(x) * (1.0 - t * t))
+
+
+@op(arrays=1)
+def hardswish(x):
+    """y = x · min(max(x + 3, 0), 6) / 6.   VJP: x̄ = 0 where x ≤ -3, g (x/3 + ½) where
+    -3 < x < 3, g where x ≥ 3 (torch's values at ±3: 0 and 1).
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations_more.py.
+    """
+    x = as_floating(x)
+    y = x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+    slope = np.where(x <= -3.0, 0.0, np.where(x < 3.0, x / 3.0 + 0.5, 1.0)).astype(x.dtype)
+    return y, lambda g: g * slope
+
+
+@op(arrays=1)
+def hardsigmoid(x):
+    """y = min(max(x/6 + ½, 0), 1).   VJP: x̄ = g/6 where -3 < x < 3, else 0 (0 at ±3, torch's).
+
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations_more.py.
+    """
+    x = as_floating(x)
+    inside = (x > -3.0) & (x < 3.0)
+    return np.clip(x / 6.0 + 0.5, 0.0, 1.0), lambda g: g * inside / 6.0
+
+
+@op(arrays=1)
+def celu(x, alpha=1.0):
+    """y = x where x > 0, else α (e^(x/α) - 1).   VJP: x̄ = g where x > 0, else g e^(x/α) (at 0:
+    g, torch's).
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations_more.py.
+    """
+    alpha = real("alpha", alpha, owner="celu")
+    if alpha == 0:
+        raise ValueError("celu alpha: got 0.0; expected a non-zero number (x/α)")
+    x = as_floating(x)
+    pos = x > 0
+    u = np.minimum(x, 0.0) / alpha  # the negative side only: no overflow for x >> 0 (α > 0)
+    y = np.where(pos, x, alpha * np.expm1(u))
+    slope = np.where(pos, 1.0, np.exp(u)).astype(x.dtype, copy=False)
+    return y, lambda g: g * slope
+
+
+@op(arrays=1)
+def softsign(x):
+    """y = x / (1 + |x|).   VJP: x̄ = g / (1 + |x|)².
+
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/activations.py,
+    tests/minigrad/ops/test_activations_more.py.
+    """
+    x = as_floating(x)
+    d = 1.0 + np.abs(x)
+    return x / d, lambda g: g / d / d  # two divisions: d² overflows for |x| > 1e154

@@ -11,6 +11,8 @@ with the transposed convolutions (``conv_transpose.py``).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -207,11 +209,14 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 # ---- pad --------------------------------------------------------------------------------------
-_PAD_MODES = ("constant", "reflect", "edge")
+_PAD_MODES = ("constant", "reflect", "edge", "circular")
+#: Other spellings of a mode: NumPy's name of torch's 'circular' (the canonical name here)
+_PAD_SPELLINGS = {"wrap": "circular"}
 
 
 def _pad_pairs(pad_width, shape):
-    """NumPy's pad_width (an int, a pair, or one pair per axis) as ((before, after), ...)."""
+    """NumPy's pad_width (an int, a pair, or one pair per axis) as ((before, after), ...); a
+    negative width crops."""
     arr = np.asarray(pad_width) if not isinstance(pad_width, np.ndarray) else pad_width
     if arr.dtype.kind not in "iu":
         raise TypeError(f"pad pad_width: got {pad_width!r}; expected integers: an int, a pair "
@@ -221,27 +226,85 @@ def _pad_pairs(pad_width, shape):
     except ValueError:
         raise ValueError(f"pad pad_width: got {pad_width!r} for an array of shape {shape}; "
                          f"expected an int, a pair or {len(shape)} pairs") from None
-    if np.any(pairs < 0):
-        raise ValueError(f"pad pad_width: got {pad_width!r}; expected no negative widths")
     return [(int(b), int(a)) for b, a in pairs]
+
+
+def _pad_mode(mode) -> str:
+    if isinstance(mode, str) and mode in _PAD_SPELLINGS:
+        return _PAD_SPELLINGS[mode]
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        raise (ValueError if isinstance(mode, str) else TypeError)(
+            f"pad mode: got {mode!r}; expected one of {', '.join(_PAD_MODES)} ('wrap', "
+            "NumPy's name, is 'circular')")
+    return mode
+
+
+def _check_pad_axis(axis: int, n: int, pair: tuple, mode: str) -> None:
+    """The widths one axis of length n takes: what is cropped must exist, and what is padded
+    must have something to copy (reflect: at most n - 1; circular: at most what is left after
+    cropping, so that it wraps at most once)."""
+    b, a = pair
+    crop = max(-b, 0) + max(-a, 0)
+    grow = (max(b, 0), max(a, 0))
+    if n + b + a < 0 or (mode == "circular" and crop > n):
+        raise ValueError(f"pad pad_width: got {pair} for axis {axis} of length {n}; expected "
+                         f"negative widths that crop at most the {n} elements there")
+    if not any(grow):
+        return
+    if mode == "circular" and max(grow) > n - crop:
+        raise ValueError(f"pad pad_width: got {pair} for axis {axis} of length {n} with mode "
+                         f"'circular'; expected widths of at most {n - crop} (the length left "
+                         "after cropping: the padding wraps around at most once, as in torch)")
+    if mode in ("reflect", "edge") and n == 0:
+        raise ValueError(f"pad pad_width: got {pair} for empty axis {axis} with mode {mode!r}; "
+                         "expected 0 (there is nothing to copy)")
+    if mode == "reflect" and max(grow) >= n:
+        # the mirror without its edge holds n - 1 elements a side; np.pad would reflect
+        # the padding itself again, torch refuses (its rule: each width < n)
+        raise ValueError(f"pad pad_width: got {pair} for axis {axis} of length {n} "
+                         f"with mode 'reflect'; expected widths of at most {n - 1} (the "
+                         "mirror leaves out the edge element, as torch requires; mode "
+                         "'edge' or 'constant' pads further)")
+
+
+def _unpad(g, grow, shape, np_mode):
+    """The VJP of ``np.pad(x, grow, np_mode)`` (non-negative widths) for x of ``shape``: the
+    slice at x's place plus, outside 'constant', each padded position's cotangent added onto
+    the element it copies, axis by axis."""
+    for axis, (n, (b, a)) in enumerate(zip(shape, grow, strict=True)):
+        if b + a == 0:
+            continue
+        lead = (slice(None),) * axis
+        inner = g[lead + (slice(b, b + n),)]
+        if np_mode == "constant":
+            g = inner
+            continue
+        # the source index of every output position along this axis, by NumPy's own rule
+        src = np.pad(np.arange(n), (b, a), mode=np_mode)
+        outside = np.r_[0:b, b + n:b + n + a]
+        g_axis = inner.copy()
+        index: Any = lead + (src[outside],)  # (mypy: a tuple index is fine for add.at)
+        np.add.at(g_axis, index, np.take(g, outside, axis=axis))
+        g = g_axis
+    return g
 
 
 @op(arrays=1)
 def pad(x, pad_width, mode="constant", value=0.0):
     """y = x padded as ``np.pad(x, pad_width, mode)``: 'constant' (with ``value``),
     'reflect' (mirrored without repeating the edge, PyTorch's 'reflect'; each width less
-    than its axis' length, as torch requires) or 'edge' (PyTorch's 'replicate').
+    than its axis' length, as torch requires), 'edge' (PyTorch's 'replicate') or 'circular'
+    (PyTorch's name, canonical; NumPy's 'wrap' is accepted for it).
     ``pad_width`` follows NumPy, not torch's F.pad: an int, a pair (before, after) for every
-    axis, or one pair per axis, first axis first. A 0-d x has no axis to pad: only zero
-    widths are taken (it is returned as it is).
-    VJP: x̄ = the slice of g at x's place, plus (reflect, edge) each padded position's
-    g added back onto the element it copies.
+    axis, or one pair per axis, first axis first. A negative width crops, as in torch:
+    'circular' crops first and wraps what is left, the other modes pad, then crop. A 0-d x
+    has no axis to pad: only zero widths are taken (it is returned as it is).
+    VJP: x̄ = the slice of g at x's place, plus (reflect, edge, circular) each padded
+    position's g added back onto the element it copies; 0 on the cropped elements.
     Derivation: docs/backward.md §18. Tests: tests/minigrad/op_cases/conv.py,
-    tests/minigrad/ops/test_pool.py.
+    tests/minigrad/ops/test_pool.py, tests/minigrad/ops/test_pad_modes.py.
     """
-    if not isinstance(mode, str) or mode not in _PAD_MODES:
-        raise (ValueError if isinstance(mode, str) else TypeError)(
-            f"pad mode: got {mode!r}; expected one of {', '.join(_PAD_MODES)}")
+    mode = _pad_mode(mode)
     value = real("value", value, finite=False, owner="pad")  # -inf padding is meaningful
     if mode != "constant" and value != 0:
         raise ValueError(f"pad value: got {value!r} with mode {mode!r}; expected value only "
@@ -253,40 +316,35 @@ def pad(x, pad_width, mode="constant", value=0.0):
                              "widths (a 0-d array has no axis to pad: np.pad returns it "
                              "unchanged, torch refuses)")
         return x.copy(), lambda g: g
-    for axis, (n, (b, a)) in enumerate(zip(x.shape, pairs, strict=True)):
-        if mode != "constant" and n == 0 and b + a:
-            raise ValueError(f"pad pad_width: got {pairs[axis]} for empty axis {axis} with mode "
-                             f"{mode!r}; expected 0 (there is nothing to copy)")
-        if mode == "reflect" and (b or a) and max(b, a) >= n:
-            # the mirror without its edge holds n - 1 elements a side; np.pad would reflect
-            # the padding itself again, torch refuses (its rule: each width < n)
-            raise ValueError(f"pad pad_width: got {pairs[axis]} for axis {axis} of length {n} "
-                             f"with mode 'reflect'; expected widths of at most {n - 1} (the "
-                             "mirror leaves out the edge element, as torch requires; mode "
-                             "'edge' or 'constant' pads further)")
-    kw = {"constant_values": value} if mode == "constant" else {}
-    check_output("pad", "pad_width",
-                 elements(n + b + a for n, (b, a) in zip(x.shape, pairs, strict=True)),
+    for axis, (n, pair) in enumerate(zip(x.shape, pairs, strict=True)):
+        _check_pad_axis(axis, n, pair, mode)
+    grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    crop = [(max(-b, 0), max(-a, 0)) for b, a in pairs]
+    check_output("pad", "pad_width",  # what np.pad allocates, before any cropping
+                 elements(n + b + a for n, (b, a) in zip(x.shape, grow, strict=True)),
                  f"{pairs} around shape {x.shape}")
-    # (mode is one of _PAD_MODES, checked above; to mypy a str, not np.pad's Literal)
-    y = np.pad(x, pairs, mode=mode, **kw)  # type: ignore[call-overload]
+    kw = {"constant_values": value} if mode == "constant" else {}
+    np_mode: Any = "wrap" if mode == "circular" else mode  # (mypy: np.pad's mode Literal)
     shape = x.shape
+    cropped = any(b or a for b, a in crop)
+    if mode == "circular":  # torch's order: crop, then wrap what is left
+        core = x[tuple(slice(b, n - a) for n, (b, a) in zip(shape, crop, strict=True))]
+        y = np.pad(core, grow, mode="wrap")
+        core_shape = core.shape
+
+        def vjp_circular(g):
+            g = _unpad(g, grow, core_shape, "wrap")
+            return np.pad(g, crop) if cropped else g  # the cropped elements: no gradient
+
+        return y, vjp_circular
+    y = np.pad(x, grow, mode=np_mode, **kw)
+    if cropped:  # pad, then crop (torch's order for these modes)
+        y = np.ascontiguousarray(y[tuple(slice(b, m - a) for m, (b, a)
+                                         in zip(y.shape, crop, strict=True))])
 
     def vjp(g):
-        for axis, (n, (b, a)) in enumerate(zip(shape, pairs, strict=True)):
-            if b + a == 0:
-                continue
-            lead = (slice(None),) * axis
-            inner = g[lead + (slice(b, b + n),)]
-            if mode == "constant":
-                g = inner
-                continue
-            # the source index of every output position along this axis, by NumPy's own rule
-            src = np.pad(np.arange(n), (b, a), mode=mode)  # type: ignore[call-overload]
-            outside = np.r_[0:b, b + n:b + n + a]
-            g_axis = inner.copy()
-            np.add.at(g_axis, lead + (src[outside],), np.take(g, outside, axis=axis))
-            g = g_axis
-        return g
+        if cropped:  # the cropped positions of the padded array get no cotangent
+            g = np.pad(g, crop)
+        return _unpad(g, grow, shape, np_mode)
 
     return y, vjp

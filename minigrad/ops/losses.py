@@ -1,9 +1,9 @@
 """Losses that compare an input with a target element by element, as ``torch.nn.functional``
 defines them: ``mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``binary_cross_entropy_with_logits``,
-with ``reduction`` ("mean", "sum", "none"), and the reduction they share with the losses over
-classes (``class_losses.py``).
+``binary_cross_entropy`` (on probabilities), with ``reduction`` ("mean", "sum", "none"), and
+the reduction they share with the losses over classes (``class_losses.py``).
 
-Each is a NumPy forward with its VJP beside it; docs/backward.md §26-§27 derives them. Two
+Each is a NumPy forward with its VJP beside it; docs/backward.md §26-§27 and §42 derive them. Two
 inputs of one loss are never broadcast against each other (torch only warns, and it is nearly
 always a bug): ``input`` and ``target`` must have the same shape. float32 stays float32.
 """
@@ -15,7 +15,8 @@ import scipy.special as sp
 from ..checks import choice, real
 from ..defop import as_array_input, as_floating, op
 
-__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits"]
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
+           "binary_cross_entropy"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -146,8 +147,10 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, pos_weight=No
 
     logits x and targets y of one shape; ``weight`` w and ``pos_weight`` p broadcast to it
     (p of shape (C,) weighs the positives of each class on the last axis, as torch).
-    VJP: x̄ = s w [(1 - y) σ(x) - p y σ(-x)],  ȳ = s w [p softplus(-x) - softplus(x)].
-    Derivation: docs/backward.md §27. Tests: tests/minigrad/op_cases/losses.py,
+    VJP: x̄ = s w [(1 - y) σ(x) - p y σ(-x)],  ȳ = s w [p softplus(-x) - softplus(x)],
+    w̄ = s [p y softplus(-x) + (1 - y) softplus(x)],  p̄ = s w y softplus(-x) (w̄, p̄ summed to
+    their shapes; torch does not differentiate w and p).
+    Derivation: docs/backward.md §27, §42. Tests: tests/minigrad/op_cases/losses.py,
     tests/minigrad/ops/test_losses.py.
     """
     owner = "binary_cross_entropy_with_logits"
@@ -160,9 +163,8 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, pos_weight=No
     sp_x = np.logaddexp(0.0, x)  # softplus(x) = -log σ(-x), no overflow for |x| large
     sp_nx = np.logaddexp(0.0, -x)  # softplus(-x) = -log σ(x)
     py = y if p is None else p * y
-    loss = (1 - y) * sp_x + py * sp_nx
-    if w is not None:
-        loss = loss * w
+    unweighted = (1 - y) * sp_x + py * sp_nx
+    loss = unweighted if w is None else unweighted * w
     out, scale = reduce_loss(loss, reduction)
 
     def weighted(v, g):
@@ -175,4 +177,59 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, pos_weight=No
     def vjp_targets(g):
         return weighted((sp_nx if p is None else p * sp_nx) - sp_x, g)
 
-    return out, (vjp_logits, vjp_targets, None, None)
+    def vjp_weight(g):  # the engine sums it back to weight's own (broadcast) shape
+        return unweighted * scale(g)
+
+    def vjp_pos_weight(g):
+        return weighted(y * sp_nx, g)
+
+    return out, (vjp_logits, vjp_targets, vjp_weight, vjp_pos_weight)
+
+
+#: torch's floor of each log in binary_cross_entropy: a probability of exactly 0 or 1 on the
+#: wrong side costs 100, not inf
+LOG_FLOOR = -100.0
+#: torch's floor of p (1 - p) in binary_cross_entropy's input gradient: 1e-12 as torch holds it,
+#: a float32 number (9.99999996e-13), in every dtype
+GRAD_EPS = float(np.float32(1e-12))
+
+
+@op(arrays=3)
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """ℓ = -w [y max(log p, -100) + (1 - y) max(log(1 - p), -100)], p the probabilities.
+
+    input p in [0, 1] and target y of one shape; ``weight`` w broadcasts to it.
+    VJP: p̄ = s w (p - y) / max(p (1 - p), 1e-12) (torch's rule, also at p = 0 and 1),
+    ȳ = s w [max(log(1 - p), -100) - max(log p, -100)], w̄ = s ℓ/w (summed to w's shape).
+    Derivation: docs/backward.md §42. Tests: tests/minigrad/op_cases/losses.py,
+    tests/minigrad/ops/test_losses_bce.py.
+    """
+    owner = "binary_cross_entropy"
+    reduction = reduction_mode(owner, reduction)
+    _same_shape(owner, input, target)
+    p, y = as_floating(input), as_floating(target)
+    dtype = np.result_type(p, y)
+    if not np.all((p >= 0) & (p <= 1)):  # NaN too, as torch
+        bad = p[~((p >= 0) & (p <= 1))].flat[0]
+        raise ValueError(f"{owner} input: got {float(bad)!r} among the probabilities; expected "
+                         "every element in [0, 1] (logits go to "
+                         "binary_cross_entropy_with_logits)")
+    w = _broadcast_weight(owner, "weight", weight, p.shape, dtype)
+    with np.errstate(divide="ignore"):  # log 0 = -inf, floored just below
+        log_p = np.maximum(np.log(p), LOG_FLOOR)
+        log_q = np.maximum(np.log1p(-p), LOG_FLOOR)
+    unweighted = -(y * log_p + (1 - y) * log_q)
+    loss = unweighted if w is None else unweighted * w
+    out, scale = reduce_loss(loss, reduction)
+
+    def weighted(v, g):
+        v *= scale(g)
+        return v if w is None else v * w
+
+    def vjp_input(g):
+        return weighted((p - y) / np.maximum(p * (1 - p), GRAD_EPS), g)
+
+    def vjp_target(g):
+        return weighted(log_q - log_p, g)
+
+    return out, (vjp_input, vjp_target, lambda g: unweighted * scale(g))

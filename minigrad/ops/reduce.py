@@ -13,6 +13,7 @@ import numpy as np
 from ..checks import integer
 from ..defop import as_array_input, as_floating, op
 from ..tensor import Tensor
+from .matrix_norms import is_matrix_ord, matrix_norm
 
 try:  # NumPy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
@@ -240,16 +241,20 @@ def _in_range(x, out, ord, axis, axes, keepdims, p):
 
 @op(arrays=1)
 def norm(x, ord=None, axis=None, keepdims=False):
-    """out = (Σ |x|^p)^(1/p) (p = 2 for ord=None; max |x|, min |x| for ±inf; Frobenius for
-    matrices).   VJP: x̄ = ḡ sign(x) |x|^(p-1) / out^(p-1), 0 where out = 0.
-    Derivation: docs/backward.md §23. Tests: tests/minigrad/op_cases/reduce.py,
-    tests/minigrad/ops/test_reduce.py.
+    """out = (Σ |x|^p)^(1/p) (p = 2 for ord=None; max |x|, min |x| for ±inf; for matrices
+    (axis a pair, or 2-d x with an ord) Frobenius, or as np.linalg.norm: ord ±1, ±inf (column,
+    row sums), ±2 (singular values), 'nuc').   VJP: x̄ = ḡ sign(x) |x|^(p-1) / out^(p-1), 0
+    where out = 0; ord=2: ḡ u₁v₁ᵀ, 'nuc': ḡ UVᵀ (ties: their mean, torch's).
+    Derivation: docs/backward.md §23, §41. Tests: tests/minigrad/op_cases/reduce.py,
+    tests/minigrad/ops/test_reduce.py, tests/minigrad/ops/test_matrix_norms.py.
     """
     x = as_floating(x)
     axes, matrix = _norm_axes(x, ord, axis)
     if matrix and ord not in (None, "fro"):
-        raise ValueError(f"norm ord: got {ord!r} for a matrix norm; expected None or 'fro' "
-                         "(the spectral, nuclear, 1 and inf matrix norms are not supported)")
+        if not is_matrix_ord(ord):
+            raise ValueError(f"norm ord: got {ord!r} for a matrix norm; expected None, 'fro', "
+                             "'nuc', 1, -1, 2, -2, inf or -inf")
+        return matrix_norm(x, ord, (axes[0], axes[1]), keepdims)
     p = 2 if ord in (None, "fro") else ord
     if isinstance(p, str) or isinstance(p, bool) or not isinstance(p, (int, float, np.number)):
         raise ValueError(f"norm ord: got {ord!r} for a vector norm; expected None, a number, "

@@ -22,6 +22,7 @@ __all__ = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arctanh",
     "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal", "rsqrt",
     "arctan2", "hypot", "logaddexp", "sign", "floor", "ceil", "round", "trunc", "mod",
+    "erf", "erfc",
 ]
 
 _LN2 = math.log(2.0)  # Python numbers: they keep a float32 g float32
@@ -353,3 +354,26 @@ def mod(a, b):
             return -g * np.floor_divide(a, b)
 
     return out, (lambda g: g, vjp_b)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@op(arrays=1)
+def erf(a):
+    """out = erf a = (2/√π) ∫₀^a e^(-t²) dt.   VJP: ā = g (2/√π) e^(-a²).
+
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/unary.py.
+    """
+    a = as_floating(a)
+    return sp.erf(a), lambda g: g * (_TWO_OVER_SQRT_PI * np.exp(-a * a))
+
+
+@op(arrays=1)
+def erfc(a):
+    """out = erfc a = 1 - erf a (accurate where erf a is near 1).   VJP: ā = -g (2/√π) e^(-a²).
+
+    Derivation: docs/backward.md §40. Tests: tests/minigrad/op_cases/unary.py.
+    """
+    a = as_floating(a)
+    return sp.erfc(a), lambda g: g * (-_TWO_OVER_SQRT_PI * np.exp(-a * a))

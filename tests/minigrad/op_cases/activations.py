@@ -1,5 +1,6 @@
 """Cases for minigrad/ops/activations.py: softplus, silu, gelu, gelu_tanh, leaky_relu, elu,
-selu, log_sigmoid, hardtanh, softmax, log_softmax, softmin. References written from the formulas in NumPy/SciPy (the
+selu, log_sigmoid, hardtanh, softmax, log_softmax, softmin, mish, hardswish, hardsigmoid,
+celu, softsign. References written from the formulas in NumPy/SciPy (the
 textbook forms, not the stable ones the ops use: the inputs here are moderate)."""
 from __future__ import annotations
 
@@ -171,3 +172,53 @@ def _torch_references_gelu_tanh_and_softmax(torch, add):
         case("log_softmax", f"axis={ax}", lambda a, ax=ax: F.log_softmax(a, axis=ax),
              lambda a, ax=ax: torch.log_softmax(a, dim=ax), rn(2, 3, 4) * 3)
     case("gelu_tanh", "3d", F.gelu_tanh, lambda x: TF.gelu(x, approximate="tanh"), rn(2, 3, 4) * 3)
+
+
+# ---- mish, hardswish, hardsigmoid, celu, softsign (docs/backward.md §40) ----------------
+for s in [(), (7,), (2, 3, 4)]:
+    add_case("mish", _sid(s), F.mish, lambda x: x * np.tanh(np.log(1.0 + np.exp(x))), rn(*s))
+    add_case("softsign", _sid(s), F.softsign, lambda x: np.sign(x) * (1.0 - 1.0 / (1.0 + np.abs(x))),
+             rn(*s))
+for s in [(5,), (3, 4)]:  # the kinks at ±3 kept out of the central difference
+    add_case("hardswish", _sid(s), F.hardswish,
+             lambda x: np.where(x <= -3, 0.0, np.where(x >= 3, x, x * (x + 3.0) / 6.0)),
+             off(s, points=(-3.0, 3.0), scale=3.0))
+    add_case("hardsigmoid", _sid(s), F.hardsigmoid,
+             lambda x: np.where(x <= -3, 0.0, np.where(x >= 3, 1.0, (x + 3.0) / 6.0)),
+             off(s, points=(-3.0, 3.0), scale=3.0))
+for alpha in (1.0, 0.5, 2.5):
+    add_case("celu", f"alpha={alpha}", lambda x, a=alpha: F.celu(x, alpha=a),
+             lambda x, a=alpha: np.maximum(x, 0.0) + np.minimum(0.0, a * (np.exp(x / a) - 1.0)),
+             off((3, 4)))
+
+
+@torch_table
+def _torch_more_activations(torch, add):
+    """mish, hardswish, hardsigmoid, celu, softsign against PyTorch autograd in float64 and
+    float32: on the kinks (±3 for the hard pair, 0 for celu), beyond them and for large |x|."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(1416)
+    rn = partial(helpers.rn, rng)
+    KINKS = np.array([-3.0, 3.0, -0.0, 0.0, np.nextafter(-3.0, 0), np.nextafter(3.0, 0),
+                      np.nextafter(-3.0, -4), np.nextafter(3.0, 4), -6.0, 6.0])
+    BIG = np.array([-100.0, -30.0, -20.0, 20.0, 30.0, 100.0])
+
+    def sixth_in_float32(got, want, dtype):
+        """torch's hardsigmoid backward multiplies by 1.0f/6 in every dtype, so its float64
+        gradient is off by 3e-8 relative (0.16666667163 where minigrad has 1/6): within 4
+        float32 ulps in float64 (float32 itself: 32 ulps)."""
+        helpers.close_32_ulps(got, want, np.float32 if dtype == np.float64 else dtype)
+
+    def case(op, label, fn, torch_fn, x):
+        add(op, label, fn, torch_fn, x, dtypes=(np.float64, np.float32),
+            close=sixth_in_float32 if op == "hardsigmoid" else helpers.close_32_ulps,
+            fp_strict=True)
+
+    for name, tf in [("mish", TF.mish), ("hardswish", TF.hardswish),
+                     ("hardsigmoid", TF.hardsigmoid), ("celu", TF.celu),
+                     ("softsign", TF.softsign)]:
+        case(name, "kinks", getattr(F, name), tf, np.concatenate([rn(8, scale=3), KINKS, BIG]))
+        case(name, "3d", getattr(F, name), tf, rn(2, 3, 4, scale=3))
+    for alpha in (0.5, 2.0, -1.5):
+        case("celu", f"alpha={alpha}", lambda a, al=alpha: F.celu(a, al),
+             lambda a, al=alpha: TF.celu(a, al), np.concatenate([rn(8, scale=2), KINKS[:4]]))

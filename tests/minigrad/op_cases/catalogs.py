@@ -22,6 +22,8 @@ UNARY_A = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "a
            "rsqrt", "sign", "floor", "ceil", "round", "trunc")
 BINARY_A = ("arctan2", "hypot", "logaddexp", "mod")
 SCANS_A = ("cumsum", "cumprod", "logcumsumexp")
+#: The smaller ops' elementwise functions of one operand.
+SMALL_A = ("mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc")
 
 BOOL_MASK = np.array([[True, False, True], [False, False, True]])  # bool_catalog's input
 SLOT_VALUES = np.arange(1.0, 7.0).reshape(2, 3) / 7  # in (0, 1): fine for log, sqrt, pow
@@ -110,6 +112,9 @@ def bool_catalog() -> dict:
                                                    "amax"),
         "index_add": lambda: F.index_add(b, 0, np.array([1]), BOOL_MASK[:1]),
     })
+    # the smaller ops: activations, erf, losses, norms
+    table.update({name: (lambda f=getattr(F, name): f(b)) for name in SMALL_A})
+    table.update({"binary_cross_entropy": lambda: F.binary_cross_entropy(b, b)})
     return table
 
 
@@ -222,6 +227,11 @@ def zero_d_catalog() -> dict:
                                                          "prod")[1]],
         "index_add": [lambda a, b: F.index_add(v * a, 0, i1, F.reshape(b, (1,)))[1]],
     })
+    # the smaller ops: activations, erf, losses, norms
+    table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in SMALL_A})
+    table.update({"binary_cross_entropy": [
+        lambda a, b: F.binary_cross_entropy(F.sigmoid(a), F.sigmoid(b)),
+        lambda a, b: F.binary_cross_entropy(F.sigmoid(v * a), F.sigmoid(v * b), reduction="none")[1]]})
     return table
 
 
@@ -289,4 +299,7 @@ def slot_catalog(T) -> dict:
                                                      np.ones((2, 1)), "mean"),
         "index_add": lambda v: F.index_add(v, 0, np.array([1]), np.ones((1, 3))),
     })
+    # the smaller ops: activations, erf, losses, norms
+    table.update({name: getattr(F, name) for name in SMALL_A})
+    table.update({"binary_cross_entropy": lambda v: F.binary_cross_entropy(v, T)})
     return table

@@ -175,3 +175,65 @@ def _torch_references(torch, add):
          lambda x: TF.avg_pool2d(x, 3, 2, 1), rn(2, 3, 7, 7))
     case("pad", "reflect", lambda x: F.pad(x, ((0, 0), (0, 0), (2, 1), (1, 3)), "reflect"),
          lambda x: TF.pad(x, (1, 3, 2, 1), mode="reflect"), rn(2, 3, 4, 5))
+
+
+# ---- pad: circular, and negative widths (crops) --------------------------------------------
+def np_pad_cropping(x, pad_width, mode="constant", value=0.0):
+    """Each axis in turn, by index arithmetic: circular takes the cropped axis and indexes it
+    modulo its length; the other modes index the whole axis (np_pad's rule per element), then
+    drop the cropped ends."""
+    pairs = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
+    out = np.asarray(x, dtype=np.float64)
+    for axis, (b, a) in enumerate(pairs):
+        n = out.shape[axis]
+        if mode == "circular":
+            core = np.take(out, np.arange(max(-b, 0), n - max(-a, 0)), axis=axis)
+            c = core.shape[axis]
+            out = np.take(core, np.arange(-max(b, 0), c + max(a, 0)) % c, axis=axis)
+            continue
+        widths = [(0, 0)] * out.ndim
+        widths[axis] = (max(b, 0), max(a, 0))
+        grown = np_pad(out, widths, mode=mode, value=value)
+        keep = np.arange(max(-b, 0), grown.shape[axis] - max(-a, 0))
+        out = np.take(grown, keep, axis=axis)
+    return out
+
+
+for label, sx, pw, kw in [
+        ("circular", (3, 4), ((1, 2), (3, 0)), dict(mode="circular")),
+        ("circular-as-wide-as-the-axis", (2, 3), ((0, 0), (3, 3)), dict(mode="circular")),
+        ("wrap-numpy-spelling", (2, 2, 3), ((0, 0), (1, 0), (2, 1)), dict(mode="wrap")),
+        ("circular-crop-then-wrap", (2, 5), ((0, 0), (-1, 4)), dict(mode="circular")),
+        ("circular-crop-both", (4, 5), ((-1, 2), (3, -2)), dict(mode="circular")),
+        ("constant-crop", (3, 5), ((-1, 2), (2, -3)), dict(value=0.5)),
+        ("reflect-pad-then-crop", (4, 5), ((-2, 3), (3, -4)), dict(mode="reflect")),
+        ("edge-crop", (3, 4), ((2, -1), (-2, -1)), dict(mode="edge")),
+        ("crop-only", (4, 5), -1, {})]:
+    add_case("pad", label, lambda x, pw=pw, kw=kw: F.pad(x, pw, **kw),
+             lambda x, pw=pw, kw=kw: np_pad_cropping(
+                 x, pw, **dict(kw, mode="circular" if kw.get("mode") == "wrap"
+                               else kw.get("mode", "constant"))), rn(*sx))
+
+
+@torch_table
+def _torch_pad_modes(torch, add):
+    """pad's circular mode and negative widths against torch.nn.functional.pad (its flat list,
+    last axis first), float64 and float32, each mode with growing and cropping widths."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(9910)
+    TORCH_MODE = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
+                  "circular": "circular"}
+    for label, shape, pw, mode in [
+            ("circular-2d", (2, 3, 4, 5), ((1, 2), (3, 0)), "circular"),
+            ("circular-1d", (2, 3, 5), ((2, 5),), "circular"),
+            ("circular-crop", (2, 3, 5), ((-1, 4),), "circular"),
+            ("circular-crop-2d", (1, 2, 5, 6), ((-2, 1), (4, -1)), "circular"),
+            ("reflect-crop", (1, 2, 5, 6), ((3, -4), (-1, 4)), "reflect"),
+            ("edge-crop", (2, 2, 4, 5), ((-1, 3), (2, -2)), "edge"),
+            ("constant-crop", (2, 3, 4, 5), ((-1, 2), (-2, -1)), "constant")]:
+        flat = [w for pair in reversed(pw) for w in pair]
+        full = ((0, 0),) * (len(shape) - len(pw)) + pw
+        add("pad", label, lambda x, p=full, m=mode: F.pad(x, p, m),
+            lambda x, p=flat, m=TORCH_MODE[mode]: TF.pad(x, p, mode=m),
+            rng.standard_normal(shape), dtypes=(np.float64, np.float32),
+            close=helpers.close_32_ulps)

@@ -317,3 +317,83 @@ def _torch_every_argument(torch, add):
              lambda a, r=red, y3=_y3: F.nll_loss(a, y3, weight=_wc, reduction=r, axis=-1),
              lambda a, r=red, y3=_y3: TF.nll_loss(a.permute(0, 2, 1), torch.from_numpy(y3),
                                           weight=tw(_wc, a), reduction=r), rn(2, 3, 5))
+
+
+# ---- BCE's weight and pos_weight differentiated; binary_cross_entropy (backward.md §42) ---------
+for red in REDUCTIONS:
+    add_case("binary_cross_entropy_with_logits", f"weight,pos_weight-differentiated-{red}",
+             lambda x, y, w, p, r=red: F.binary_cross_entropy_with_logits(
+                 x, y, weight=w, pos_weight=p, reduction=r),
+             lambda x, y, w, p, r=red: np_bce(x, y, weight=w, pos_weight=p, reduction=r),
+             rn(3, 4) * 2, _rng.uniform(0, 1, (3, 4)), _rng.uniform(0.2, 2.0, (3, 1)),
+             _rng.uniform(0.5, 3.0, (4,)))
+
+
+def np_bce_probabilities(p, y, weight=None, reduction="mean"):
+    """-w [y log p + (1 - y) log(1 - p)] (p in (0.02, 0.98): the -100 floor far away)."""
+    w = 1.0 if weight is None else weight
+    return _reduce(-w * (y * np.log(p) + (1.0 - y) * np.log(1.0 - p)), reduction)
+
+
+for red in REDUCTIONS:
+    add_case("binary_cross_entropy", f"soft-{red}",
+             lambda p, y, r=red: F.binary_cross_entropy(p, y, reduction=r),
+             lambda p, y, r=red: np_bce_probabilities(p, y, reduction=r),
+             _rng.uniform(0.02, 0.98, (3, 4)), _rng.uniform(0, 1, (3, 4)))
+    add_case("binary_cross_entropy", f"weight-{red}",
+             lambda p, y, w, r=red: F.binary_cross_entropy(p, y, weight=w, reduction=r),
+             lambda p, y, w, r=red: np_bce_probabilities(p, y, weight=w, reduction=r),
+             _rng.uniform(0.02, 0.98, (2, 3, 4)), _rng.uniform(0, 1, (2, 3, 4)),
+             _rng.uniform(0.2, 2.0, (3, 1)))
+add_case("binary_cross_entropy", "0d", F.binary_cross_entropy, np_bce_probabilities,
+         np.asarray(0.3), np.asarray(0.8))
+
+
+@torch_table
+def _torch_bce_probabilities_and_weights(torch, add):
+    """binary_cross_entropy against torch in float64 and float32 (every reduction, a weight,
+    probabilities of exactly 0 and 1, where torch floors each log at -100 and the input
+    gradient's denominator at 1e-12); the weight and pos_weight gradients, which torch refuses
+    to give, against the formula composed from torch's own ops."""
+    TF = torch.nn.functional
+    rng = np.random.default_rng(1417)
+
+    def case(op, label, fn, torch_fn, *arrays):
+        add(op, label, fn, torch_fn, *arrays, dtypes=(np.float64, np.float32),
+            close=helpers.close_32_ulps, fp_strict=True)
+
+    p, y, w = rng.uniform(0.02, 0.98, (3, 4)), rng.uniform(0, 1, (3, 4)), rng.uniform(0.2, 2, (3, 1))
+    for red in REDUCTIONS:
+        case("binary_cross_entropy", f"soft-{red}",
+             lambda a, b, r=red: F.binary_cross_entropy(a, b, reduction=r),
+             lambda a, b, r=red: TF.binary_cross_entropy(a, b, reduction=r), p, y)
+        case("binary_cross_entropy", f"weight-{red}",
+             lambda a, b, r=red: F.binary_cross_entropy(a, b, weight=w, reduction=r),
+             lambda a, b, r=red: TF.binary_cross_entropy(
+                 a, b, weight=torch.as_tensor(w, dtype=a.dtype), reduction=r), p, y)
+    # 0 and 1 on both sides, and below e^-100: only the input differentiated (torch's target
+    # gradient is the unfloored log(1 - p) - log p there, ±inf at 0 and 1: backward.md §42)
+    edge = np.array([0.0, 1.0, 0.0, 1.0, 1e-50, 1 - 1e-12, 0.5, 1e-13])
+    edge_y = np.array([1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.3, 0.7])
+    for red in REDUCTIONS:
+        case("binary_cross_entropy", f"edges-{red}",
+             lambda a, r=red: F.binary_cross_entropy(a, edge_y.astype(a.dtype), reduction=r),
+             lambda a, r=red: TF.binary_cross_entropy(
+                 a, torch.as_tensor(edge_y, dtype=a.dtype), reduction=r),
+             edge)
+
+    sp = TF.softplus
+    x, t = rng.normal(0, 2, (3, 4)), rng.uniform(0, 1, (3, 4))
+    for red in REDUCTIONS:
+        def composed(a, b, ww, pw, r=red):
+            loss = ww * (pw * b * sp(-a) + (1 - b) * sp(a))
+            return loss if r == "none" else loss.sum() if r == "sum" else loss.mean()
+
+        case("binary_cross_entropy_with_logits", f"weight,pos_weight-differentiated-{red}",
+             lambda a, b, ww, pw, r=red: F.binary_cross_entropy_with_logits(
+                 a, b, weight=ww, pos_weight=pw, reduction=r),
+             composed, x, t, rng.uniform(0.2, 2.0, (3, 1)), rng.uniform(0.5, 3.0, (4,)))
+    case("binary_cross_entropy", "weight-differentiated",
+         lambda a, b, ww: F.binary_cross_entropy(a, b, weight=ww),
+         lambda a, b, ww: (ww * -(b * torch.log(a) + (1 - b) * torch.log1p(-a))).mean(),
+         p, y, w)

@@ -3,7 +3,8 @@
 std, prod and norm have their own seeded inputs (``_rng_a``), so that the
 older reduce cases keep theirs: every axis form, keepdims, ddof; prod with one and two
 zeros in a slice (prod is linear in each input, so finite differences are exact there);
-norm's vector orders and the Frobenius norm. References are formulas, not the op's NumPy
+norm's vector orders and the Frobenius norm, and (at the end, their own inputs) its other
+matrix norms. References are formulas, not the op's NumPy
 function where a plainer one exists."""
 from __future__ import annotations
 
@@ -219,3 +220,57 @@ def _torch_references_logsumexp(torch, add):
              lambda a, ax=ax, kd=kd: F.logsumexp(a, axis=ax, keepdims=kd),
              lambda a, ax=ax, kd=kd: torch.logsumexp(a, dim=_dims(ax, a.ndim), keepdim=kd),
              rn(2, 3, 4) * 3)
+
+
+# ---- matrix norms beyond Frobenius (ops/matrix_norms.py; backward.md §41) ---------------------
+_rng_m = np.random.default_rng(2611)  # their own inputs: the cases above keep theirs
+
+
+def _matrix_norm_ref(x, ord, axes=(-2, -1), keepdims=False):
+    """From the definitions: the singular values as the square roots of AᵀA's eigenvalues
+    (eigvalsh, not an SVD), the ±1 / ±inf norms from explicit column / row sums."""
+    a = np.moveaxis(x, axes, (-2, -1))
+    if ord in (2, -2, "nuc"):
+        a2 = a if a.shape[-2] >= a.shape[-1] else np.swapaxes(a, -1, -2)  # the smaller Gram
+        sv = np.sqrt(np.clip(np.linalg.eigvalsh(np.swapaxes(a2, -1, -2) @ a2), 0, None))
+        out = sv.sum(-1) if ord == "nuc" else sv.max(-1) if ord == 2 else sv.min(-1)
+    else:
+        sums = np.abs(a).sum(axis=-1 if np.isinf(ord) else -2)
+        out = sums.max(-1) if ord > 0 else sums.min(-1)
+    if keepdims:
+        out = np.expand_dims(out, tuple(sorted(ax % x.ndim for ax in axes)))
+    return out
+
+
+for ord in (2, -2, "nuc", 1, -1, np.inf, -np.inf):
+    for label, shape, axes, kd in [("3x4", (3, 4), None, False),
+                                   ("batch-axes=(2,0)-keepdims", (4, 2, 3), (2, 0), True),
+                                   ("5x2-axes=(-1,-2)", (2, 5, 2), (-1, -2), False)]:
+        x = _rng_m.standard_normal(shape)
+        x = np.where(x >= 0, 1.0, -1.0) * (np.abs(x) + 0.1)  # |x| kinks out of reach
+        add_case("norm", f"matrix-ord={ord}-{label}",
+                 lambda a, o=ord, ax=axes, kd=kd: F.norm(a, ord=o, axis=ax, keepdims=kd),
+                 lambda a, o=ord, ax=axes, kd=kd: _matrix_norm_ref(
+                     a, o, (-2, -1) if ax is None else ax, kd), x)
+
+
+@torch_table
+def _torch_matrix_norms(torch, add):
+    """The matrix norms against torch.linalg.matrix_norm in float64 and float32 (random
+    matrices: distinct singular values and sums), stacked, with axis pairs in either order;
+    and the degenerate cases where the choice of subgradient shows: an identity (every
+    singular value tied), a diagonal with a tied top pair, equal column and row sums."""
+    rng = np.random.default_rng(2612)
+    for ord in (2, -2, "nuc", 1, -1, np.inf, -np.inf):
+        for label, shape, axes in [("3x4", (3, 4), (-2, -1)), ("batch-(2,0)", (4, 2, 3), (2, 0)),
+                                   ("batch-(-1,-2)", (2, 5, 2), (-1, -2))]:
+            add("norm", f"matrix-ord={ord}-{label}",
+                lambda a, o=ord, ax=axes: F.norm(a, ord=o, axis=ax),
+                lambda a, o=ord, ax=axes: torch.linalg.matrix_norm(a, ord=o, dim=ax),
+                rng.standard_normal(shape), dtypes=(np.float64, np.float32),
+                close=helpers.close_32_ulps)
+        for label, x in [("identity", np.eye(3)), ("tied-top", np.diag([3.0, -3.0, 1.0])),
+                         ("tied-sums", np.array([[1.0, -2.0], [-2.0, 1.0]]))]:
+            add("norm", f"matrix-ord={ord}-degenerate-{label}",
+                lambda a, o=ord: F.norm(a, ord=o), lambda a, o=ord: torch.linalg.matrix_norm(
+                    a, ord=o), x)

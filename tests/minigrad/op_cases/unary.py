@@ -2,7 +2,7 @@
 (kept away from the points where it or its derivative is undefined), the binary ones with
 broadcasting and 0-d operands. The piecewise-constant ones get inputs away from their jumps,
 where the finite difference of a step is 0 too. References are NumPy/SciPy spellings other
-than the op's own where one exists."""
+than the op's own where one exists (erf: its Taylor series)."""
 from __future__ import annotations
 
 from functools import partial
@@ -145,3 +145,31 @@ def _torch_references(torch, add):
     case("mod", "bcast", F.mod, torch.remainder, _b * (rng.choice([-3.0, 1.0, 2.0], (3, 4))
                                                       + uni(0.1, 0.9, 3, 4)), _b)
     case("mod", "0d", F.mod, torch.remainder, np.asarray(2.7), np.array([[1.1, -0.8], [2.0, -1.3]]))
+
+
+# ---- erf, erfc (docs/backward.md §40) --------------------------------------------------
+def _erf_series(a):
+    """erf by its Taylor series (2/√π) Σ (-1)^n a^(2n+1) / (n! (2n+1)): exact to rounding for
+    |a| < 3 in 80 terms, and no SciPy (the op's own spelling)."""
+    total, term = np.zeros_like(a), a.copy()
+    for n in range(80):
+        total = total + term / (2 * n + 1)
+        term = -term * a * a / (n + 1)
+    return 2.0 / np.sqrt(np.pi) * total
+
+
+for shape in SHAPES:
+    add_case("erf", _sid(shape), F.erf, _erf_series, uni(-2.5, 2.5, *shape))
+    add_case("erfc", _sid(shape), F.erfc, lambda a: 1.0 - _erf_series(a), uni(-2.5, 2.5, *shape))
+
+
+@torch_table
+def _torch_erf(torch, add):
+    """erf and erfc against torch.special in float64 and float32, into the tails (erfc(10)
+    is 2e-45: a relative error only erfc itself keeps)."""
+    rng = np.random.default_rng(14055)
+    tails = np.array([-30.0, -6.0, -3.0, -0.0, 0.0, 3.0, 6.0, 10.0, 27.0, 30.0])
+    for name, tf in [("erf", torch.special.erf), ("erfc", torch.special.erfc)]:
+        add(name, "tails", getattr(F, name), tf, np.concatenate([rng.normal(0, 2, 8), tails]),
+            dtypes=(np.float64, np.float32), close=helpers.close_32_ulps, fp_strict=True)
+        add(name, "3x4", getattr(F, name), tf, rng.normal(0, 1.5, (3, 4)))
