@@ -11,7 +11,7 @@
   (``ReLU``, ``GELU``, ``Mish``, ``LeakyReLU``, ``Softmax``, ...), ``Flatten``, ``Dropout``,
   ``Identity``.
 - ``losses.py``: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``SmoothL1Loss``,
-  ``BCEWithLogitsLoss``.
+  ``BCEWithLogitsLoss``, ``BCELoss``.
 - ``init.py`` (``nn.init``): in-place initializers; ``utils.py`` (``nn.utils``): gradient
   clipping.
 
@@ -48,7 +48,7 @@ from .attention import MultiheadAttention
 from .containers import ModuleList, Sequential
 from .conv import Conv1d, ConvTranspose1d, ConvTranspose2d
 from .layers import Conv2d, Embedding, LayerNorm, Linear
-from .losses import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
+from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 
@@ -57,7 +57,7 @@ __all__ = [
     "LayerNorm", "Conv2d", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
     "Flatten", "Dropout", "utils", "StateDictKeyError",
     "Identity", "init", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
-    "BCEWithLogitsLoss", "MultiheadAttention",
+    "BCEWithLogitsLoss", "BCELoss", "MultiheadAttention",
     "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "Mish", "Hardswish", "Hardsigmoid", "CELU", "Softsign", "LeakyReLU", "ELU", "SELU",
     "Softplus", "LogSigmoid", "Hardtanh", "LogSoftmax", "Softmin",

@@ -149,3 +149,19 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class BCELoss(_Loss):
+    """Binary cross-entropy of probabilities (``F.binary_cross_entropy``), as
+    ``torch.nn.BCELoss``: each log floored at -100; ``weight`` (a buffer) broadcast to the
+    input."""
+
+    weight: np.ndarray | None
+
+    def __init__(self, weight: Any = None, *, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)

@@ -1,8 +1,7 @@
 """The loss modules (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss,
-BCEWithLogitsLoss) and nn.Identity: values and input gradients against torch.nn's modules
+BCEWithLogitsLoss, BCELoss) and nn.Identity: values and input gradients against torch.nn's modules
 built with the same arguments, a small model trained several steps beside torch's, the
-weight buffers in state_dict as torch keeps them, and the constructor checks. (BCELoss is
-not here: minigrad has no F.binary_cross_entropy yet.)"""
+weight buffers in state_dict as torch keeps them, and the constructor checks."""
 from functools import partial
 
 import helpers
@@ -48,6 +47,9 @@ CASES = [
     ("BCEWithLogitsLoss", {}, (4, 3), lambda: RNG.integers(0, 2, (4, 3)).astype(float)),
     ("BCEWithLogitsLoss", dict(weight=np.array([1.0, 0.5, 2.0]), pos_weight=np.array(
         [3.0, 1.0, 0.2]), reduction="none"), (4, 3), lambda: RNG.random((4, 3))),
+    ("BCELoss", {}, (4, 3), lambda: RNG.integers(0, 2, (4, 3)).astype(float)),
+    ("BCELoss", dict(weight=np.array([1.0, 0.5, 2.0]), reduction="sum"), (4, 3),
+     lambda: RNG.random((4, 3))),
 ]
 
 
@@ -63,6 +65,8 @@ def test_loss_matches_torch_value_and_input_gradient(name, kwargs, shape, target
     x, y = RNG.standard_normal(shape), target()
     if name == "NLLLoss":
         x = x - np.log(np.exp(x).sum(axis=1 if x.ndim > 1 else 0, keepdims=True))
+    if name == "BCELoss":
+        x = 1 / (1 + np.exp(-x))  # probabilities in (0, 1)
     ours = getattr(nn, name)(**kwargs)
     theirs = getattr(torch.nn, name)(**torch_kwargs(torch, kwargs))
     xt = mg.Tensor(x, requires_grad=True)
@@ -112,7 +116,8 @@ def test_a_model_trains_with_the_loss_as_torch_does(name, make_target):
 def test_weight_buffers_are_in_state_dict_as_torch_keeps_them():
     torch = pytest.importorskip("torch")
     for name, kwargs in [("CrossEntropyLoss", dict(weight=W)), ("NLLLoss", {}),
-                         ("BCEWithLogitsLoss", dict(pos_weight=W)), ("MSELoss", {})]:
+                         ("BCEWithLogitsLoss", dict(pos_weight=W)), ("MSELoss", {}),
+                         ("BCELoss", dict(weight=W))]:
         ours = getattr(nn, name)(**kwargs)
         theirs = getattr(torch.nn, name)(**torch_kwargs(torch, kwargs))
         assert list(ours.state_dict()) == list(theirs.state_dict()), name
