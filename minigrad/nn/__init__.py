@@ -48,7 +48,15 @@ from .attention import MultiheadAttention
 from .containers import ModuleList, Sequential
 from .conv import Conv1d, ConvTranspose1d, ConvTranspose2d
 from .layers import Conv2d, Embedding, LayerNorm, Linear
-from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
+from .losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 
