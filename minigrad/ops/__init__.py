@@ -36,6 +36,7 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
+from .resize import adaptive_avg_pool1d, adaptive_avg_pool2d, interpolate
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -67,6 +68,8 @@ PUBLIC_OPS = (
     "cross_entropy", "nll_loss",
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # resize.py
+    "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
 )
 #: Reductions to indices and truth values: np.ndarray results, not differentiable.
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")

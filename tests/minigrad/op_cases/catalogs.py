@@ -27,6 +27,8 @@ BOOL_MASK = np.array([[True, False, True], [False, False, True]])  # bool_catalo
 SLOT_VALUES = np.arange(1.0, 7.0).reshape(2, 3) / 7  # in (0, 1): fine for log, sqrt, pow
 SLOT_LABELS = np.array([0, 2])
 SLOT_MASK = np.array([[True, False, True], [False, True, False]])
+RESIZE_4D = ("interpolate", "adaptive_avg_pool2d")
+RESIZE_3D = ("adaptive_avg_pool1d",)
 
 
 def slot_values(op):
@@ -35,6 +37,10 @@ def slot_values(op):
         return SLOT_VALUES.reshape(1, 2, 3).copy()
     if op in ("conv2d", "max_pool2d", "avg_pool2d"):
         return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
+    if op in RESIZE_4D:  # resize and pooling: (N, C, H, W), or (N, C, L) for the 1-D ones
+        return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
+    if op in RESIZE_3D:
+        return SLOT_VALUES.reshape(1, 2, 3).copy()
     return SLOT_VALUES.T.copy() if op == "matmul" else SLOT_VALUES.copy()
 
 
@@ -83,6 +89,11 @@ def bool_catalog() -> dict:
         "l1_loss": lambda: F.l1_loss(b, b), "smooth_l1_loss": lambda: F.smooth_l1_loss(b, b),
         "binary_cross_entropy_with_logits": lambda: F.binary_cross_entropy_with_logits(b, b),
         "nll_loss": lambda: F.nll_loss(b, np.array([0, 1])),
+        # resize.py
+        "interpolate": lambda: F.interpolate(mg.Tensor(BOOL_MASK[None, None]), size=(3, 5)),
+        "adaptive_avg_pool1d": lambda: F.adaptive_avg_pool1d(F.expand_dims(b, 0), 2),
+        "adaptive_avg_pool2d": lambda: F.adaptive_avg_pool2d(mg.Tensor(BOOL_MASK[None, None]),
+                                                             1),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: (lambda f=getattr(F, name): f(b)) for name in UNARY_A})
@@ -171,6 +182,15 @@ def zero_d_catalog() -> dict:
             lambda a, b: F.binary_cross_entropy_with_logits(v * a, v * b)],
         "nll_loss": [lambda a, b: F.nll_loss(v * a, 1),
                      lambda a, b: F.nll_loss(v * a, np.array(1), reduction="none")],
+        # resize.py
+        "interpolate": [lambda a, b: F.interpolate(F.reshape(a, (1, 1, 1)), size=3,
+                                                   mode="linear")[0, 0, 1],
+                        lambda a, b: F.interpolate(F.reshape(v * a, (1, 1, 3)),
+                                                   scale_factor=1.5)[0, 0, 2]],
+        "adaptive_avg_pool1d": [lambda a, b: F.adaptive_avg_pool1d(F.reshape(v * a, (1, 3)),
+                                                                   2)[0, 1]],
+        "adaptive_avg_pool2d": [lambda a, b: F.adaptive_avg_pool2d(F.reshape(a, (1, 1, 1)),
+                                                                   1)[0, 0, 0]],
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in UNARY_A})
@@ -235,6 +255,10 @@ def slot_catalog(T) -> dict:
         "smooth_l1_loss": lambda v: F.smooth_l1_loss(v, T),
         "binary_cross_entropy_with_logits": lambda v: F.binary_cross_entropy_with_logits(v, T),
         "nll_loss": lambda v: F.nll_loss(v, SLOT_LABELS),
+        # resize.py
+        "interpolate": lambda v: F.interpolate(v, scale_factor=1.5, mode="bilinear"),
+        "adaptive_avg_pool1d": lambda v: F.adaptive_avg_pool1d(v, 2),
+        "adaptive_avg_pool2d": lambda v: F.adaptive_avg_pool2d(v, (3, 2)),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: getattr(F, name) for name in UNARY_A + SCANS_A + ("std", "prod", "norm")})

@@ -84,6 +84,10 @@ CALLS = {
        for op in ("max_pool2d", "avg_pool2d") for p in ("stride", "padding")},
     **{(op, "kernel_size"): (lambda op=op: getattr(F, op)(x4(), H))
        for op in ("max_pool2d", "avg_pool2d")},
+    # resize.py: sizes (not in INT_PARAMS: checked here all the same)
+    ("interpolate", "size"): lambda: F.interpolate(x4(), size=(H, 2)),
+    ("adaptive_avg_pool1d", "output_size"): lambda: F.adaptive_avg_pool1d(x3(), H),
+    ("adaptive_avg_pool2d", "output_size"): lambda: F.adaptive_avg_pool2d(x4(), (2, H)),
 }
 
 
