@@ -37,6 +37,7 @@ from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
 from .resize import adaptive_avg_pool1d, adaptive_avg_pool2d, interpolate
+from .pool import avg_pool1d, max_pool1d, max_unpool2d
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -70,6 +71,8 @@ PUBLIC_OPS = (
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
     # resize.py
     "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    # pool.py: 1-D pooling, unpooling
+    "max_pool1d", "avg_pool1d", "max_unpool2d",
 )
 #: Reductions to indices and truth values: np.ndarray results, not differentiable.
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")
