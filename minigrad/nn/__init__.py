@@ -4,7 +4,9 @@
 ``train()``/``eval()``, buffers, ``state_dict``); ``containers.py``: ``ModuleList``,
 ``Sequential``; ``layers.py``: ``Linear``, ``LayerNorm``,
 ``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
-``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping.
+``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping;
+``pooling.py``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool1d``, ``AvgPool2d``,
+``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``MaxUnpool2d``, ``Upsample``.
 
 Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
 computes ``x @ W + b``: no transpose in the forward pass.
@@ -16,9 +18,21 @@ from .containers import ModuleList, Sequential
 from .layers import Conv2d, Embedding, LayerNorm, Linear
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxUnpool2d,
+    Upsample,
+)
 
 __all__ = [
     "Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys", "Linear",
     "LayerNorm", "Conv2d", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
     "Flatten", "Dropout", "utils", "StateDictKeyError",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "MaxUnpool2d", "Upsample",
 ]

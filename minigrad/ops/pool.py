@@ -127,7 +127,8 @@ def _max_pool(x, g, x4, return_indices, unbatch):
         False if x4.dtype.kind == "b" else np.iinfo(x4.dtype).min)
     xp = _padded(x4, g, low)
     def part(k):  # the k-th kernel offset of every window, row-major
-        return _offset(xp, *divmod(k, kw), g)
+        i, j = divmod(k, kw)
+        return _offset(xp, i, j, g)
 
     out = part(0).copy()
     for k in range(1, kh * kw):
