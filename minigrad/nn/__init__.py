@@ -6,7 +6,8 @@
 ``Conv2d``, ``Embedding``; ``activations.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``,
 ``SiLU``, ``Softmax``, ``Flatten``, ``Dropout``; ``utils.py`` (``nn.utils``): gradient clipping;
 ``pooling.py``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool1d``, ``AvgPool2d``,
-``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``MaxUnpool2d``, ``Upsample``.
+``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``, ``MaxUnpool2d``,
+``Upsample``.
 
 Unlike PyTorch, ``Linear.weight`` has shape (in_features, out_features) and the layer
 computes ``x @ W + b``: no transpose in the forward pass.
@@ -21,6 +22,7 @@ from .parameter import Parameter
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
@@ -34,5 +36,5 @@ __all__ = [
     "LayerNorm", "Conv2d", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax",
     "Flatten", "Dropout", "utils", "StateDictKeyError",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-    "MaxUnpool2d", "Upsample",
+    "AdaptiveMaxPool2d", "MaxUnpool2d", "Upsample",
 ]

@@ -1,6 +1,7 @@
 """Pooling and resizing layers, without parameters: ``MaxPool1d``, ``MaxPool2d``,
-``AvgPool1d``, ``AvgPool2d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``MaxUnpool2d``
-and ``Upsample``, with PyTorch's constructor arguments, each over its ``F`` function.
+``AvgPool1d``, ``AvgPool2d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``,
+``AdaptiveMaxPool2d``, ``MaxUnpool2d`` and ``Upsample``, with PyTorch's constructor
+arguments, each over its ``F`` function.
 
 The constructors check their arguments (a wrong type TypeError, a wrong value ValueError,
 naming the layer), so that a bad layer fails where it is built; what depends on the input
@@ -18,7 +19,7 @@ from .args import real_input
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "MaxUnpool2d", "Upsample"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "MaxUnpool2d", "Upsample"]
 
 IntOrPair = int | tuple[int, int]
 
@@ -174,6 +175,24 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 
     def __init__(self, output_size: int) -> None:
         super().__init__(output_size)
+
+
+class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
+    """y = ``F.adaptive_max_pool2d(x, output_size, return_indices)``: the maximum of each
+    adaptive window, as ``torch.nn.AdaptiveMaxPool2d``."""
+
+    def __init__(self, output_size: int | tuple[int | None, int | None],
+                 return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = checks.boolean("return_indices", return_indices,
+                                             owner="AdaptiveMaxPool2d")
+
+    def forward(self, x: Tensor) -> Any:
+        return F.adaptive_max_pool2d(real_input("AdaptiveMaxPool2d", x, "(B, C, H, W)"),
+                                     self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}, return_indices={self.return_indices}"
 
 
 class MaxUnpool2d(Module):

@@ -36,7 +36,7 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
-from .resize import adaptive_avg_pool1d, adaptive_avg_pool2d, interpolate
+from .resize import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, interpolate
 from .pool import avg_pool1d, max_pool1d, max_unpool2d
 
 #: The differentiable public ops, by family.
@@ -70,7 +70,7 @@ PUBLIC_OPS = (
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
     # resize.py
-    "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
     # pool.py: 1-D pooling, unpooling
     "max_pool1d", "avg_pool1d", "max_unpool2d",
 )

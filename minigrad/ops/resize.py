@@ -19,7 +19,7 @@ from .. import checks
 from ..defop import as_floating, op
 from . import bounds
 
-__all__ = ["interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d"]
+__all__ = ["interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d"]
 
 _MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear")}
 
@@ -261,3 +261,61 @@ def adaptive_avg_pool2d(x, output_size):
     Derivation: docs/backward.md §38. Tests: tests/minigrad/op_cases/resize.py.
     """
     return _adaptive(x, output_size, 2, "adaptive_avg_pool2d")
+
+
+def _windows(n_in, n_out):
+    """PyTorch's adaptive windows along an axis: (start, length) of each output."""
+    o = np.arange(n_out)
+    start = (o * n_in) // n_out
+    return start, ((o + 1) * n_in + n_out - 1) // n_out - start
+
+
+@op(arrays=1)
+def adaptive_max_pool2d(x, output_size, return_indices=False):
+    """y[n, c, p, q] = max of x over rows [floor(p·H/Ho), ceil((p+1)·H/Ho)), columns alike.
+
+    x (N, C, H, W) or (C, H, W); ``output_size`` as ``adaptive_avg_pool2d``'s. Ties go to
+    the window's first maximum in row-major order, a window holding NaN to its last NaN (as
+    ``max_pool2d`` and PyTorch); ``return_indices``: also those positions, flat into each
+    (H, W) plane. VJP: x̄ gets g at each window's argmax, summed where windows overlap.
+    Derivation: docs/backward.md §38. Tests: tests/minigrad/op_cases/resize.py.
+    """
+    name = "adaptive_max_pool2d"
+    if x.ndim not in (3, 4):
+        raise ValueError(f"{name} x: got shape {x.shape}; expected (N, C, H, W) or (C, H, W)")
+    sizes = _sizes(output_size, 2, name, "output_size", none_ok=True)
+    return_indices = checks.boolean("return_indices", return_indices, owner=name)
+    x4 = x if x.ndim == 4 else x[None]
+    B, C, H, W = x4.shape
+    if H == 0 or W == 0:
+        raise ValueError(f"{name} x: got shape {x.shape}; expected spatial sizes >= 1")
+    out = tuple(i if o is None else o for i, o in zip((H, W), sizes, strict=True))
+    _bounded(name, "output_size", (B, C), out)
+    (r0, rn), (c0, cn) = _windows(H, out[0]), _windows(W, out[1])
+    best = flat = None
+    for a in range(int(rn.max())):  # offsets in row-major order: PyTorch's scan
+        for b in range(int(cn.max())):
+            rows, cols = np.minimum(r0 + a, H - 1), np.minimum(c0 + b, W - 1)
+            inside = (a < rn)[:, None] & (b < cn)
+            v = x4[:, :, rows[:, None], cols]
+            at = rows[:, None] * W + cols
+            if best is None:  # offset (0, 0) is inside every window
+                best, flat = v.copy(), np.broadcast_to(at, v.shape).copy()
+                continue
+            # a larger element, or a NaN, replaces the running maximum (the last NaN wins)
+            take = inside & ((v > best) | (np.isnan(v) if v.dtype.kind == "f" else False))
+            best = np.where(take, v, best)
+            flat = np.where(take, at, flat)
+    y = best if x.ndim == 4 else best[0]
+    flat = flat.astype(np.int64)
+
+    def vjp(g):
+        g = g[0] if return_indices else g
+        g4 = g.reshape(best.shape)
+        planes = np.arange(B * C).reshape(B, C, 1, 1) * (H * W)
+        gx = np.bincount((planes + flat).ravel(), weights=g4.ravel(), minlength=B * C * H * W)
+        return gx.astype(g.dtype, copy=False).reshape(x.shape)
+
+    if not return_indices:
+        return y, vjp
+    return (y, flat if x.ndim == 4 else flat[0]), vjp

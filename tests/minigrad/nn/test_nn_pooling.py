@@ -22,7 +22,8 @@ def _mine_cnn():
         nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),  # -> 4x4
         nn.MaxPool2d(2, 1, dilation=2, padding=1),            # -> 4x4
         nn.Upsample(size=(5, 3)),                             # nearest -> 5x3
-        nn.AdaptiveAvgPool2d((2, 3)), nn.Flatten(), nn.Linear(24, 3, rng=1))
+        nn.AdaptiveMaxPool2d((4, 3)), nn.AdaptiveAvgPool2d((2, 3)), nn.Flatten(),
+        nn.Linear(24, 3, rng=1))
 
 
 def _torch_cnn(torch, mine):
@@ -32,12 +33,13 @@ def _torch_cnn(torch, mine):
         tnn.Upsample(scale_factor=1.5, mode="bilinear"),
         tnn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
         tnn.MaxPool2d(2, 1, dilation=2, padding=1), tnn.Upsample(size=(5, 3)),
-        tnn.AdaptiveAvgPool2d((2, 3)), tnn.Flatten(), tnn.Linear(24, 3)).double()
+        tnn.AdaptiveMaxPool2d((4, 3)), tnn.AdaptiveAvgPool2d((2, 3)), tnn.Flatten(),
+        tnn.Linear(24, 3)).double()
     with torch.no_grad():
         model[0].weight.copy_(torch.tensor(mine[0].weight.data))
         model[0].bias.copy_(torch.tensor(mine[0].bias.data))
-        model[9].weight.copy_(torch.tensor(mine[9].weight.data.T))  # ours is (in, out)
-        model[9].bias.copy_(torch.tensor(mine[9].bias.data))
+        model[10].weight.copy_(torch.tensor(mine[10].weight.data.T))  # ours is (in, out)
+        model[10].bias.copy_(torch.tensor(mine[10].bias.data))
     return model
 
 
@@ -67,7 +69,7 @@ def test_a_cnn_of_pools_and_upsampling_trains_as_torchs():
     def pairs():
         return [(mine[0].weight.data, theirs[0].weight.detach().numpy()),
                 (mine[0].bias.data, theirs[0].bias.detach().numpy()),
-                (mine[9].weight.data, theirs[9].weight.detach().numpy().T)]
+                (mine[10].weight.data, theirs[10].weight.detach().numpy().T)]
 
     batches = [(RNG.standard_normal((3, 2, 7, 9)), RNG.standard_normal((3, 3)))
                for _ in range(4)]
@@ -143,6 +145,7 @@ def test_pooling_layers_hold_no_state_and_ignore_train_and_eval():
     (lambda: nn.AvgPool1d((2, 2)), ValueError, ["AvgPool1d", "kernel_size"]),
     (lambda: nn.AdaptiveAvgPool2d((2, 0)), ValueError, ["output_size", "0"]),
     (lambda: nn.AdaptiveAvgPool1d(2.5), TypeError, ["output_size"]),
+    (lambda: nn.AdaptiveMaxPool2d(2, return_indices=None), TypeError, ["return_indices"]),
     (lambda: nn.MaxUnpool2d(2, stride=0), ValueError, ["MaxUnpool2d", "stride"]),
     (lambda: nn.Upsample(), ValueError, ["Upsample", "size", "scale_factor"]),
     (lambda: nn.Upsample(size=2, mode="bicubic"), ValueError, ["mode", "'bicubic'"]),

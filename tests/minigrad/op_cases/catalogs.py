@@ -27,7 +27,7 @@ BOOL_MASK = np.array([[True, False, True], [False, False, True]])  # bool_catalo
 SLOT_VALUES = np.arange(1.0, 7.0).reshape(2, 3) / 7  # in (0, 1): fine for log, sqrt, pow
 SLOT_LABELS = np.array([0, 2])
 SLOT_MASK = np.array([[True, False, True], [False, True, False]])
-RESIZE_4D = ("interpolate", "adaptive_avg_pool2d", "max_unpool2d")
+RESIZE_4D = ("interpolate", "adaptive_avg_pool2d", "max_unpool2d", "adaptive_max_pool2d")
 RESIZE_3D = ("adaptive_avg_pool1d", "max_pool1d", "avg_pool1d")
 
 
@@ -94,6 +94,8 @@ def bool_catalog() -> dict:
         "adaptive_avg_pool1d": lambda: F.adaptive_avg_pool1d(F.expand_dims(b, 0), 2),
         "adaptive_avg_pool2d": lambda: F.adaptive_avg_pool2d(mg.Tensor(BOOL_MASK[None, None]),
                                                              1),
+        "adaptive_max_pool2d": lambda: F.adaptive_max_pool2d(mg.Tensor(BOOL_MASK[None, None]),
+                                                             (1, 2)),
         # pool.py: 1-D pools, unpooling
         "max_pool1d": lambda: F.max_pool1d(F.expand_dims(b, 0), 2),
         "avg_pool1d": lambda: F.avg_pool1d(F.expand_dims(b, 0), 2),
@@ -196,6 +198,8 @@ def zero_d_catalog() -> dict:
                                                                    2)[0, 1]],
         "adaptive_avg_pool2d": [lambda a, b: F.adaptive_avg_pool2d(F.reshape(a, (1, 1, 1)),
                                                                    1)[0, 0, 0]],
+        "adaptive_max_pool2d": [lambda a, b: F.adaptive_max_pool2d(F.reshape(a, (1, 1, 1)),
+                                                                   1)[0, 0, 0]],
         # pool.py: 1-D pools, unpooling
         "max_pool1d": [lambda a, b: F.max_pool1d(F.reshape(v * a, (1, 3)), 2)[0, 0]],
         "avg_pool1d": [lambda a, b: F.avg_pool1d(F.reshape(v * a, (1, 3)), 2)[0, 0]],
@@ -269,6 +273,7 @@ def slot_catalog(T) -> dict:
         "interpolate": lambda v: F.interpolate(v, scale_factor=1.5, mode="bilinear"),
         "adaptive_avg_pool1d": lambda v: F.adaptive_avg_pool1d(v, 2),
         "adaptive_avg_pool2d": lambda v: F.adaptive_avg_pool2d(v, (3, 2)),
+        "adaptive_max_pool2d": lambda v: F.adaptive_max_pool2d(v, (1, 2)),
         # pool.py: 1-D pools, unpooling
         "max_pool1d": lambda v: F.max_pool1d(v, 2, 1), "avg_pool1d": lambda v: F.avg_pool1d(v, 2),
         "max_unpool2d": lambda v: F.max_unpool2d(v, np.array([[[[0, 3, 5], [6, 9, 11]]]]), 2),

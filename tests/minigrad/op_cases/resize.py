@@ -118,6 +118,30 @@ for label, shape, size in [("divides", (2, 3, 8, 6), (4, 3)), ("overlapping", (1
              lambda x, s=size: np_adaptive_avg(x, s, 2), rn(*shape))
 
 
+def np_adaptive_max(x, output_size):
+    """Each window's maximum, its bounds from the definition (no ties in these inputs)."""
+    unbatched = x.ndim == 3
+    x = x[None] if unbatched else x
+    sizes = output_size if isinstance(output_size, tuple) else (output_size,) * 2
+    (H, W), (Ho, Wo) = x.shape[2:], sizes
+    out = np.zeros(x.shape[:2] + sizes)
+    for p in range(Ho):
+        for q in range(Wo):
+            rows = slice(math.floor(p * H / Ho), math.ceil((p + 1) * H / Ho))
+            cols = slice(math.floor(q * W / Wo), math.ceil((q + 1) * W / Wo))
+            out[:, :, p, q] = x[:, :, rows, cols].max(axis=(2, 3))
+    return out[0] if unbatched else out
+
+
+for label, shape, size in [("divides", (2, 3, 8, 6), (4, 3)), ("overlapping", (1, 2, 7, 5), 3),
+                           ("upsampling", (2, 2, 3, 4), (5, 7)), ("unbatched", (3, 6, 5), (4, 2))]:
+    add_case("adaptive_max_pool2d", label, lambda x, s=size: F.adaptive_max_pool2d(x, s),
+             lambda x, s=size: np_adaptive_max(x, s), rn(*shape))
+add_case("adaptive_max_pool2d", "indices-values",
+         lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True)[0],
+         lambda x: np_adaptive_max(x, (2, 3)), rn(2, 2, 5, 7))
+
+
 # ---- against PyTorch autograd (built only by ops/test_all_ops_torch.py) -------------------------
 @torch_table
 def _torch_references(torch, add):
@@ -153,3 +177,6 @@ def _torch_references(torch, add):
         case("adaptive_avg_pool2d", f"size={size}",
              lambda a, s=size: F.adaptive_avg_pool2d(a, s),
              lambda a, s=size: TF.adaptive_avg_pool2d(a, s), rn(2, 3, 7, 6))
+        case("adaptive_max_pool2d", f"size={size}",
+             lambda a, s=size: F.adaptive_max_pool2d(a, s),
+             lambda a, s=size: TF.adaptive_max_pool2d(a, s), rn(2, 3, 7, 6))

@@ -88,6 +88,7 @@ CALLS = {
     ("interpolate", "size"): lambda: F.interpolate(x4(), size=(H, 2)),
     ("adaptive_avg_pool1d", "output_size"): lambda: F.adaptive_avg_pool1d(x3(), H),
     ("adaptive_avg_pool2d", "output_size"): lambda: F.adaptive_avg_pool2d(x4(), (2, H)),
+    ("adaptive_max_pool2d", "output_size"): lambda: F.adaptive_max_pool2d(x4(), (H, 2)),
     # pool.py: dilation, 1-D pools, unpooling, the divisor
     ("max_pool2d", "dilation"): lambda: F.max_pool2d(x4(), 2, dilation=H),
     **{("max_pool1d", p): (lambda p=p: F.max_pool1d(x3(), 2, **{p: H}))

@@ -152,3 +152,25 @@ def test_adaptive_windows_overlap_and_repeat():
 def test_an_inf_outside_a_window_does_not_leak_into_it():
     x = np.array([[[1.0, 2.0, np.inf, 4.0, 5.0, 6.0]]])
     np.testing.assert_array_equal(F.adaptive_avg_pool1d(x, 2).data, [[[np.inf, 5.0]]])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape, size", [((2, 2, 7, 5), 3), ((1, 3, 3, 4), (5, 7)),
+                                         ((2, 1, 8, 6), (None, 4))])
+def test_adaptive_max_pool_indices_and_gradients_are_pytorchs(shape, size, dtype):
+    """Ties (small integers), a NaN and a plane of -inf, overlapping windows: the values,
+    the indices and the gradient (integer cotangent: exact sums) bit for bit."""
+    torch = pytest.importorskip("torch")
+    x = RNG.integers(0, 3, shape).astype(dtype)
+    x[0, 0, 1, 1] = np.nan
+    x[-1, -1] = -np.inf
+    m, t = mg.tensor(x.copy(), requires_grad=True), torch.tensor(x, requires_grad=True)
+    (y, i) = F.adaptive_max_pool2d(m, size, return_indices=True)
+    (ty, ti) = torch.nn.functional.adaptive_max_pool2d(t, size, return_indices=True)
+    cot = RNG.integers(1, 1001, y.shape).astype(dtype)
+    y.backward(cot)
+    ty.backward(torch.from_numpy(cot))
+    np.testing.assert_array_equal(y.data, ty.detach().numpy())
+    np.testing.assert_array_equal(i.data, ti.numpy())
+    np.testing.assert_array_equal(m.grad, t.grad.numpy())
+    assert m.grad.dtype == dtype
