@@ -292,20 +292,20 @@ def adaptive_max_pool2d(x, output_size, return_indices=False):
     out = tuple(i if o is None else o for i, o in zip((H, W), sizes, strict=True))
     _bounded(name, "output_size", (B, C), out)
     (r0, rn), (c0, cn) = _windows(H, out[0]), _windows(W, out[1])
-    best = flat = None
+    # offset (0, 0) is inside every window: the running maximum starts there
+    best = x4[:, :, r0[:, None], c0]
+    flat = np.broadcast_to(r0[:, None] * W + c0, best.shape)
     for a in range(int(rn.max())):  # offsets in row-major order: PyTorch's scan
         for b in range(int(cn.max())):
+            if a == b == 0:
+                continue
             rows, cols = np.minimum(r0 + a, H - 1), np.minimum(c0 + b, W - 1)
             inside = (a < rn)[:, None] & (b < cn)
             v = x4[:, :, rows[:, None], cols]
-            at = rows[:, None] * W + cols
-            if best is None:  # offset (0, 0) is inside every window
-                best, flat = v.copy(), np.broadcast_to(at, v.shape).copy()
-                continue
             # a larger element, or a NaN, replaces the running maximum (the last NaN wins)
             take = inside & ((v > best) | (np.isnan(v) if v.dtype.kind == "f" else False))
             best = np.where(take, v, best)
-            flat = np.where(take, at, flat)
+            flat = np.where(take, rows[:, None] * W + cols, flat)
     y = best if x.ndim == 4 else best[0]
     flat = flat.astype(np.int64)
 
