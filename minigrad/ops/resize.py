@@ -5,7 +5,8 @@ Both are separable: along each spatial axis an output element is a weighted sum 
 input elements, ``y[o] = Σ_t w_t[o] · x[i_t[o]]``, with index arrays ``i_t`` that never
 decrease in ``o``. The forward gathers along one axis after the other; the VJP is the
 transpose, a scatter-add of the weighted cotangent, done per index array as one
-``np.add.reduceat`` over its runs of equal indices (no ``np.add.at``). The source indices
+``np.add.reduceat`` over its runs of equal indices, along the axis where it lies (no
+``np.add.at``, no moved axes). The source indices
 follow PyTorch's CPU kernels to the bit, their float32 arithmetic included: docs/backward.md
 §37 (interpolate) and §38 (adaptive pooling).
 """
@@ -94,14 +95,29 @@ def _gather(x, plan, axis):
 
 def _scatter(g, plan, axis, n_in):
     """The transpose of ``_gather``: x̄[i] = Σ_t Σ_{o: i_t[o] = i} w_t[o] · g[o] along
-    ``axis``; each i_t never decreases, so its sums are one reduceat over its runs."""
-    g = np.moveaxis(g, axis, -1)
-    gx = np.zeros(g.shape[:-1] + (n_in,), dtype=g.dtype)
+    ``axis``. Each i_t never decreases, so the outputs reading input i form one run, and
+    one ``np.add.reduceat`` at the runs' starts sums them all, in place along the axis (an
+    input no output reads gets 0)."""
+    shape = [1] * g.ndim
+    shape[axis] = -1
+    gx = None
     for idx, w in plan:
-        part = g if w is None else g * w
-        starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
-        gx[..., idx[starts]] += np.add.reduceat(part, starts, axis=-1)
-    return np.moveaxis(gx, -1, axis)
+        part = g if w is None else g * w.reshape(shape)
+        k = int(idx[-1]) + 1  # inputs past the last one read get nothing
+        first = np.searchsorted(idx, np.arange(k))  # where each input's run starts
+        read = np.diff(np.append(first, len(idx))) > 0
+        sums = np.add.reduceat(part, first, axis=axis)
+        if not read.all():  # reduceat gives an empty run its start's element: 0 instead
+            sums = np.where(read.reshape(shape), sums, 0)
+        if k < n_in:
+            widths = [(0, 0)] * g.ndim
+            widths[axis] = (0, n_in - k)
+            sums = np.pad(sums, widths)
+        if gx is None:
+            gx = sums
+        else:
+            gx += sums
+    return gx
 
 
 def _separable(x, plans):
