@@ -11,7 +11,7 @@ import minigrad as mg
 from minigrad import F, nn, optim
 
 RNG = np.random.default_rng(3841)
-TOL = 1e-10  # float64 over a few steps: the sums differ only in order
+TOL = 4096 * np.finfo(np.float64).eps  # float64, a few steps: the sums differ only in order
 
 
 def _mine_cnn():
