@@ -6,7 +6,9 @@
 - ``layers.py``: ``Linear``, ``LayerNorm``, ``Conv2d``, ``Embedding``; ``conv.py``:
   ``Conv1d``, ``ConvTranspose1d``, ``ConvTranspose2d`` (torch's weight layouts and
   initialization); ``attention.py``: ``MultiheadAttention`` (torch's parameter names and
-  (out, in) layouts).
+  (out, in) layouts); ``pooling.py``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool1d``,
+  ``AvgPool2d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``,
+  ``MaxUnpool2d``, ``Upsample``.
 - ``activations.py``: one module per activation of ``F`` with torch's names and arguments
   (``ReLU``, ``GELU``, ``Mish``, ``LeakyReLU``, ``Softmax``, ...), ``Flatten``, ``Dropout``,
   ``Identity``.
@@ -59,6 +61,17 @@ from .losses import (
 )
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxUnpool2d,
+    Upsample,
+)
 
 __all__ = [
     "Parameter", "Module", "ModuleList", "Sequential", "IncompatibleKeys", "Linear",
@@ -69,4 +82,6 @@ __all__ = [
     "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "Mish", "Hardswish", "Hardsigmoid", "CELU", "Softsign", "LeakyReLU", "ELU", "SELU",
     "Softplus", "LogSigmoid", "Hardtanh", "LogSoftmax", "Softmin",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d", "MaxUnpool2d", "Upsample",
 ]

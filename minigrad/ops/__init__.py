@@ -42,6 +42,8 @@ from .conv_transpose import conv_transpose1d, conv_transpose2d
 from .activations import celu, hardsigmoid, hardswish, mish, softsign
 from .unary import erf, erfc
 from .losses import binary_cross_entropy
+from .resize import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, interpolate
+from .pool import avg_pool1d, max_pool1d, max_unpool2d
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -80,6 +82,10 @@ PUBLIC_OPS = (
     # the smaller ops: activations.py, unary.py (erf, erfc), losses.py
     "mish", "hardswish", "hardsigmoid", "celu", "softsign", "erf", "erfc",
     "binary_cross_entropy",
+    # resize.py
+    "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+    # pool.py: 1-D pooling, unpooling
+    "max_pool1d", "avg_pool1d", "max_unpool2d",
 )
 #: Reductions to indices and truth values, and argsort's permutation: np.ndarray results,
 #: not differentiable.

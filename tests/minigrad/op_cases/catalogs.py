@@ -29,6 +29,8 @@ BOOL_MASK = np.array([[True, False, True], [False, False, True]])  # bool_catalo
 SLOT_VALUES = np.arange(1.0, 7.0).reshape(2, 3) / 7  # in (0, 1): fine for log, sqrt, pow
 SLOT_LABELS = np.array([0, 2])
 SLOT_MASK = np.array([[True, False, True], [False, True, False]])
+RESIZE_4D = ("interpolate", "adaptive_avg_pool2d", "max_unpool2d", "adaptive_max_pool2d")
+RESIZE_3D = ("adaptive_avg_pool1d", "max_pool1d", "avg_pool1d")
 
 
 def slot_values(op):
@@ -39,6 +41,10 @@ def slot_values(op):
         return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
     if op in ("conv_transpose1d", "conv_transpose2d"):  # conv_transpose.py
         return SLOT_VALUES.reshape((1, 2, 3) if op.endswith("1d") else (1, 1, 2, 3)).copy()
+    if op in RESIZE_4D:  # resize and pooling: (N, C, H, W), or (N, C, L) for the 1-D ones
+        return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
+    if op in RESIZE_3D:
+        return SLOT_VALUES.reshape(1, 2, 3).copy()
     return SLOT_VALUES.T.copy() if op == "matmul" else SLOT_VALUES.copy()
 
 
@@ -87,6 +93,18 @@ def bool_catalog() -> dict:
         "l1_loss": lambda: F.l1_loss(b, b), "smooth_l1_loss": lambda: F.smooth_l1_loss(b, b),
         "binary_cross_entropy_with_logits": lambda: F.binary_cross_entropy_with_logits(b, b),
         "nll_loss": lambda: F.nll_loss(b, np.array([0, 1])),
+        # resize.py
+        "interpolate": lambda: F.interpolate(mg.Tensor(BOOL_MASK[None, None]), size=(3, 5)),
+        "adaptive_avg_pool1d": lambda: F.adaptive_avg_pool1d(F.expand_dims(b, 0), 2),
+        "adaptive_avg_pool2d": lambda: F.adaptive_avg_pool2d(mg.Tensor(BOOL_MASK[None, None]),
+                                                             1),
+        "adaptive_max_pool2d": lambda: F.adaptive_max_pool2d(mg.Tensor(BOOL_MASK[None, None]),
+                                                             (1, 2)),
+        # pool.py: 1-D pools, unpooling
+        "max_pool1d": lambda: F.max_pool1d(F.expand_dims(b, 0), 2),
+        "avg_pool1d": lambda: F.avg_pool1d(F.expand_dims(b, 0), 2),
+        "max_unpool2d": lambda: F.max_unpool2d(mg.Tensor(BOOL_MASK[None, None]),
+                                               np.array([[[[0, 1, 2], [3, 4, 5]]]]), 1),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: (lambda f=getattr(F, name): f(b)) for name in UNARY_A})
@@ -192,6 +210,22 @@ def zero_d_catalog() -> dict:
             lambda a, b: F.binary_cross_entropy_with_logits(v * a, v * b)],
         "nll_loss": [lambda a, b: F.nll_loss(v * a, 1),
                      lambda a, b: F.nll_loss(v * a, np.array(1), reduction="none")],
+        # resize.py
+        "interpolate": [lambda a, b: F.interpolate(F.reshape(a, (1, 1, 1)), size=3,
+                                                   mode="linear")[0, 0, 1],
+                        lambda a, b: F.interpolate(F.reshape(v * a, (1, 1, 3)),
+                                                   scale_factor=1.5)[0, 0, 2]],
+        "adaptive_avg_pool1d": [lambda a, b: F.adaptive_avg_pool1d(F.reshape(v * a, (1, 3)),
+                                                                   2)[0, 1]],
+        "adaptive_avg_pool2d": [lambda a, b: F.adaptive_avg_pool2d(F.reshape(a, (1, 1, 1)),
+                                                                   1)[0, 0, 0]],
+        "adaptive_max_pool2d": [lambda a, b: F.adaptive_max_pool2d(F.reshape(a, (1, 1, 1)),
+                                                                   1)[0, 0, 0]],
+        # pool.py: 1-D pools, unpooling
+        "max_pool1d": [lambda a, b: F.max_pool1d(F.reshape(v * a, (1, 3)), 2)[0, 0]],
+        "avg_pool1d": [lambda a, b: F.avg_pool1d(F.reshape(v * a, (1, 3)), 2)[0, 0]],
+        "max_unpool2d": [lambda a, b: F.max_unpool2d(F.reshape(a, (1, 1, 1)),
+                                                     np.array([[[3]]]), 2)[0, 1, 1]],
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in UNARY_A})
@@ -279,6 +313,14 @@ def slot_catalog(T) -> dict:
         "smooth_l1_loss": lambda v: F.smooth_l1_loss(v, T),
         "binary_cross_entropy_with_logits": lambda v: F.binary_cross_entropy_with_logits(v, T),
         "nll_loss": lambda v: F.nll_loss(v, SLOT_LABELS),
+        # resize.py
+        "interpolate": lambda v: F.interpolate(v, scale_factor=1.5, mode="bilinear"),
+        "adaptive_avg_pool1d": lambda v: F.adaptive_avg_pool1d(v, 2),
+        "adaptive_avg_pool2d": lambda v: F.adaptive_avg_pool2d(v, (3, 2)),
+        "adaptive_max_pool2d": lambda v: F.adaptive_max_pool2d(v, (1, 2)),
+        # pool.py: 1-D pools, unpooling
+        "max_pool1d": lambda v: F.max_pool1d(v, 2, 1), "avg_pool1d": lambda v: F.avg_pool1d(v, 2),
+        "max_unpool2d": lambda v: F.max_unpool2d(v, np.array([[[[0, 3, 5], [6, 9, 11]]]]), 2),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: getattr(F, name) for name in UNARY_A + SCANS_A + ("std", "prod", "norm")})

@@ -105,6 +105,20 @@ CALLS = {
     **{(op, p): (lambda op=op, p=p, w=w, a=a: getattr(F, op)(a(), w, **{p: H}))
        for op, w, a in (("conv_transpose2d", W2T, x4), ("conv_transpose1d", W1T, x3))
        for p in ("stride", "padding", "output_padding", "dilation", "groups")},
+    # resize.py: sizes (not in INT_PARAMS: checked here all the same)
+    ("interpolate", "size"): lambda: F.interpolate(x4(), size=(H, 2)),
+    ("adaptive_avg_pool1d", "output_size"): lambda: F.adaptive_avg_pool1d(x3(), H),
+    ("adaptive_avg_pool2d", "output_size"): lambda: F.adaptive_avg_pool2d(x4(), (2, H)),
+    ("adaptive_max_pool2d", "output_size"): lambda: F.adaptive_max_pool2d(x4(), (H, 2)),
+    # pool.py: dilation, 1-D pools, unpooling, the divisor
+    ("max_pool2d", "dilation"): lambda: F.max_pool2d(x4(), 2, dilation=H),
+    **{("max_pool1d", p): (lambda p=p: F.max_pool1d(x3(), 2, **{p: H}))
+       for p in ("stride", "padding", "dilation")},
+    **{("avg_pool1d", p): (lambda p=p: F.avg_pool1d(x3(), 2, **{p: H})) for p in ("stride", "padding")},
+    **{(op, "kernel_size"): (lambda op=op: getattr(F, op)(x3(), H)) for op in ("max_pool1d", "avg_pool1d")},
+    **{("max_unpool2d", p): (lambda p=p: F.max_unpool2d(x4(), np.zeros((1, 1, 4, 4), int), 2, **{p: H}))
+       for p in ("kernel_size", "stride", "padding", "output_size")},
+    ("avg_pool2d", "divisor_override"): lambda: F.avg_pool2d(x4(), 2, divisor_override=H),
 }
 
 
@@ -124,6 +138,7 @@ MEANINGFUL = {("conv2d", "stride"), ("conv1d", "stride"), ("max_pool2d", "stride
               ("avg_pool2d", "stride"), ("cross_entropy", "ignore_index"),
               ("nll_loss", "ignore_index"), ("diagonal", "offset"), ("trace", "offset"),
               ("tril", "k"), ("triu", "k"), ("roll", "shift"), ("var", "ddof"), ("std", "ddof")}
+MEANINGFUL |= {("max_pool1d", "stride"), ("avg_pool1d", "stride")}  # pool.py's 1-D pools
 
 
 @pytest.mark.parametrize("op, param", sorted(CALLS), ids=[f"{o}-{p}" for o, p in sorted(CALLS)])

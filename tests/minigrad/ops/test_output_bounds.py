@@ -26,6 +26,15 @@ CASES = {
                      "einsum"),
     "einsum slow chain": ("F.einsum('ab,bc,cd,de,ef->af', *[np.zeros((300, 300))] * 5)",
                           "einsum"),
+    # resize.py and pool.py: output sizes from a factor or a size
+    "interpolate factor": ("F.interpolate(np.zeros((1, 1, 10)), scale_factor=1e9)",
+                           "interpolate scale_factor"),
+    "interpolate size": ("F.interpolate(np.zeros((1, 1, 4, 4)), size=10**6, mode='bilinear')",
+                         "interpolate size"),
+    "adaptive pool size": ("F.adaptive_avg_pool2d(np.zeros((1, 1, 4, 4)), 10**6)",
+                           "adaptive_avg_pool2d output_size"),
+    "unpool stride": ("F.max_unpool2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 4, 4), int), 2, "
+                      "stride=10**6)", "max_unpool2d"),
 }
 
 
