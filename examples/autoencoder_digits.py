@@ -48,6 +48,7 @@ class ConvAutoencoder(nn.Module):
         self.down2 = nn.Conv2d(32, CODE_CHANNELS, 3, stride=2, padding=1, dtype=dtype, rng=rng)
         self.up1 = nn.ConvTranspose2d(CODE_CHANNELS, 32, 3, stride=2, padding=1,
                                       output_padding=1, dtype=dtype, rng=rng)
+        self.upsample = nn.Upsample(scale_factor=2, mode="nearest")
         self.dec1 = nn.Conv2d(32, 16, 3, padding=1, dtype=dtype, rng=rng)
         self.out = nn.Conv2d(16, 1, 3, padding=1, dtype=dtype, rng=rng)
         self.act = nn.ReLU()
@@ -61,7 +62,7 @@ class ConvAutoencoder(nn.Module):
     def decode(self, code: Tensor) -> Tensor:
         """code (B, 4, 2, 2) -> (B, 1, 8, 8) in (0, 1)."""
         h = self.act(self.up1(code))  # (B, 32, 4, 4)
-        h = F.repeat(F.repeat(h, 2, axis=2), 2, axis=3)  # nearest upsampling: (B, 32, 8, 8)
+        h = self.upsample(h)  # nearest: (B, 32, 8, 8)
         h = self.act(self.dec1(h))
         return F.sigmoid(self.out(h))
 
