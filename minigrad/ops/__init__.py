@@ -36,6 +36,8 @@ from .losses import binary_cross_entropy_with_logits, l1_loss, mse_loss, smooth_
 from .class_losses import cross_entropy, nll_loss
 from .conv import conv1d, conv2d, pad
 from .pool import avg_pool2d, max_pool2d
+from .channel_norm import batch_norm, group_norm, instance_norm
+from .normalization import rms_norm
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -67,6 +69,8 @@ PUBLIC_OPS = (
     "cross_entropy", "nll_loss",
     # conv.py, pool.py
     "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "pad",
+    # channel_norm.py, normalization.py
+    "batch_norm", "instance_norm", "group_norm", "rms_norm",
 )
 #: Reductions to indices and truth values: np.ndarray results, not differentiable.
 INDEX_REDUCTIONS = ("argmax", "argmin", "any", "all")

@@ -31,7 +31,7 @@ SLOT_MASK = np.array([[True, False, True], [False, True, False]])
 
 def slot_values(op):
     """A valid value for ``slot_catalog(T)[op]`` (SLOT_VALUES, shaped for the op)."""
-    if op in ("self_attention", "conv1d"):
+    if op in ("self_attention", "conv1d", "instance_norm"):
         return SLOT_VALUES.reshape(1, 2, 3).copy()
     if op in ("conv2d", "max_pool2d", "avg_pool2d"):
         return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
@@ -83,6 +83,10 @@ def bool_catalog() -> dict:
         "l1_loss": lambda: F.l1_loss(b, b), "smooth_l1_loss": lambda: F.smooth_l1_loss(b, b),
         "binary_cross_entropy_with_logits": lambda: F.binary_cross_entropy_with_logits(b, b),
         "nll_loss": lambda: F.nll_loss(b, np.array([0, 1])),
+        # channel_norm.py, normalization.py
+        "batch_norm": lambda: F.batch_norm(b, None, None, training=True),
+        "instance_norm": lambda: F.instance_norm(F.expand_dims(b, 0)),
+        "group_norm": lambda: F.group_norm(b, 1), "rms_norm": lambda: F.rms_norm(b, 3),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: (lambda f=getattr(F, name): f(b)) for name in UNARY_A})
@@ -171,6 +175,15 @@ def zero_d_catalog() -> dict:
             lambda a, b: F.binary_cross_entropy_with_logits(v * a, v * b)],
         "nll_loss": [lambda a, b: F.nll_loss(v * a, 1),
                      lambda a, b: F.nll_loss(v * a, np.array(1), reduction="none")],
+        # channel_norm.py, normalization.py
+        "batch_norm": [lambda a, b: F.batch_norm(F.reshape(v * a, (3, 1)), None, None,
+                                                 training=True)[0, 0],
+                       lambda a, b: F.batch_norm(F.reshape(a, (1, 1)), np.zeros(1),
+                                                 np.ones(1))[0, 0]],
+        "instance_norm": [lambda a, b: F.instance_norm(F.reshape(v * a, (1, 1, 3)))[0, 0, 0]],
+        "group_norm": [lambda a, b: F.group_norm(F.reshape(v * a, (1, 3)), 1)[0, 0]],
+        "rms_norm": [lambda a, b: F.rms_norm(F.reshape(a, (1,)), 1)[0],
+                     lambda a, b: F.rms_norm(v * a, 3)[0]],
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in UNARY_A})
@@ -235,6 +248,10 @@ def slot_catalog(T) -> dict:
         "smooth_l1_loss": lambda v: F.smooth_l1_loss(v, T),
         "binary_cross_entropy_with_logits": lambda v: F.binary_cross_entropy_with_logits(v, T),
         "nll_loss": lambda v: F.nll_loss(v, SLOT_LABELS),
+        # channel_norm.py, normalization.py
+        "batch_norm": lambda v: F.batch_norm(v, None, None, training=True),
+        "instance_norm": F.instance_norm,  # (1, 2, 3): N 1, C 2, L 3
+        "group_norm": lambda v: F.group_norm(v, 1), "rms_norm": lambda v: F.rms_norm(v, 3),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: getattr(F, name) for name in UNARY_A + SCANS_A + ("std", "prod", "norm")})
