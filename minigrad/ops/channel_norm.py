@@ -13,6 +13,8 @@ own (minigrad/nn/normalization.py). Integer and bool input is computed in float6
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..checks import boolean, integer, real
@@ -210,6 +212,6 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
         raise ValueError(f"group_norm num_groups: got {G} for {x.shape[1]} channels of x "
                          f"{x.shape}; expected a divisor of the channels")
     dtype = _dtype(x, weight, bias)
-    shape = (x.shape[0], G, x.size // max(x.shape[0] * G, 1))
+    shape = (x.shape[0], G, x.shape[1] // G * math.prod(x.shape[2:]))
     y, vx, vw, vb = _with_stats(x, (2,), weight, bias, eps, dtype, shape)
     return y, (vx, None, vw, vb)

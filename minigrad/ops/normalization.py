@@ -6,6 +6,8 @@ instance and group statistics (a scale and shift per channel) are in channel_nor
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..checks import integer, real, shown
@@ -54,7 +56,8 @@ def _check_layer_norm(x, weight, bias, eps, normalized_shape) -> tuple[float, tu
 
 def _flat(x, k):
     """x with its last k axes merged into one (a view when it can be)."""
-    return x.reshape(x.shape[:x.ndim - k] + (-1,)) if k > 1 else x
+    # the merged size is given, not -1: NumPy cannot infer it when a leading axis is 0
+    return x.reshape(x.shape[:x.ndim - k] + (math.prod(x.shape[x.ndim - k:]),)) if k > 1 else x
 
 
 def _widened_rows(x, weight, bias):

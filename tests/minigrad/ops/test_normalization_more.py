@@ -110,3 +110,15 @@ def test_rms_norm_default_eps_is_the_dtype_epsilon():
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert not np.allclose(got, x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True)
                                             + 1e-12), rtol=1e-3)
+
+
+@pytest.mark.filterwarnings("error")
+def test_an_empty_batch_gives_an_empty_result_without_warnings():
+    x = mg.tensor(np.zeros((0, 4, 3)), requires_grad=True)
+    for f in (lambda t: F.batch_norm(t, np.zeros(4), np.ones(4)), lambda t: F.group_norm(t, 2),
+              lambda t: F.rms_norm(t, (4, 3)), lambda t: F.layer_norm(t, normalized_shape=(4, 3))):
+        y = f(x)
+        assert y.shape == (0, 4, 3)
+        y.sum().backward()
+        assert x.grad.shape == (0, 4, 3)
+        x.grad = None
