@@ -1,5 +1,7 @@
-"""examples/cnn_digits.py (the CNN vs ViT study): the CNN is built from minigrad's layers and
-its gradient is right, the quarter split is stratified, and one short run trains."""
+"""examples/cnn_digits.py (the CNN vs ViT study): the CNN (and its BatchNorm variant) is built
+from minigrad's layers and its gradient is right, the quarter split is stratified, the
+variant trains (its loss falls, its running statistics move, eval uses them), and one short
+run per model trains."""
 import sys
 from pathlib import Path
 
@@ -28,6 +30,42 @@ def test_cnn_gradient_matches_finite_differences():
     assert report.ok, report
 
 
+def test_cnn_bn_parameters_buffers_and_gradient():
+    model = cnn_digits.SmallCNN(1, 8, 3, dtype=np.float64, seed=1, batch_norm=True)
+    plain = cnn_digits.SmallCNN(1, 8, 3, dtype=np.float64, seed=1)
+    # the convolutions lose their biases (16 + 32), the norms bring a weight and bias each
+    assert sum(p.data.size for p in model.parameters()) == \
+        sum(p.data.size for p in plain.parameters()) - 48 + 2 * (16 + 32)
+    np.testing.assert_array_equal(model.conv2.weight.data, plain.conv2.weight.data)
+    assert "norm2.running_var" in model.state_dict()
+    x = np.random.default_rng(0).standard_normal((3, 1, 8, 8))
+    report = mg.gradcheck(lambda x: model(x), [x])  # training mode: the batch's statistics
+    assert report.ok, report
+
+
+def test_cnn_bn_trains_on_a_few_digits_and_evaluates_with_running_statistics():
+    from vit.train.data import load_digits
+    digits = load_digits()
+    x = (digits.x_train[:64] / 16.0 - 0.3).astype(np.float32)
+    y = digits.y_train[:64]
+    model = cnn_digits.SmallCNN(1, 8, 10, seed=0, batch_norm=True)
+    optimizer = mg.optim.SGD(list(model.parameters()), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(15):
+        loss = mg.F.cross_entropy(model(mg.Tensor(x)), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.item()))
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert int(model.norm1.num_batches_tracked) == 15 and model.norm1.running_mean.any()
+    train_out = model(mg.Tensor(x)).data
+    model.eval()
+    eval_out = model(mg.Tensor(x)).data
+    assert not np.allclose(train_out, eval_out)  # eval normalizes by the running statistics
+    assert np.mean(np.argmax(eval_out, 1) == y) > 0.5
+
+
 def test_quarter_is_stratified_seeded_and_sorted():
     y = np.repeat(np.arange(4), [40, 8, 13, 1])
     keep = cnn_digits.quarter(y, 0.25, seed=0)
@@ -39,7 +77,7 @@ def test_quarter_is_stratified_seeded_and_sorted():
 
 @pytest.mark.slow
 def test_one_short_run_per_model_learns(tmp_path):
-    for model in ("cnn", "vit"):
+    for model in ("cnn", "vit", "cnn-bn"):
         r = cnn_digits.run(model, fold=0, fraction=0.25, augment=False, seed=0, epochs=3)
         assert r["test_examples"] == 360 and r["train_examples"] < 400
         assert r["accuracy"] > 0.3  # 10 classes: chance is 0.1

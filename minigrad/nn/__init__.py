@@ -9,6 +9,9 @@
   (out, in) layouts); ``pooling.py``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool1d``,
   ``AvgPool2d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``,
   ``MaxUnpool2d``, ``Upsample``.
+- ``normalization.py``: ``BatchNorm1d``, ``BatchNorm2d``, ``InstanceNorm1d``,
+  ``InstanceNorm2d``, ``GroupNorm``, ``RMSNorm`` (the batch and instance norms own their
+  running statistics).
 - ``activations.py``: one module per activation of ``F`` with torch's names and arguments
   (``ReLU``, ``GELU``, ``Mish``, ``LeakyReLU``, ``Softmax``, ...), ``Flatten``, ``Dropout``,
   ``Identity``.
@@ -60,6 +63,14 @@ from .losses import (
     SmoothL1Loss,
 )
 from .module import IncompatibleKeys, Module
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    RMSNorm,
+)
 from .parameter import Parameter
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -84,4 +95,5 @@ __all__ = [
     "Softplus", "LogSigmoid", "Hardtanh", "LogSoftmax", "Softmin",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool2d", "MaxUnpool2d", "Upsample",
+    "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "GroupNorm", "RMSNorm",
 ]

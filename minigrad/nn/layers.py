@@ -54,38 +54,62 @@ class Linear(Module):
 
 
 class LayerNorm(Module):
-    """y = (x - mean) / sqrt(var + eps) * weight + bias over the last axis (D features).
+    """y = (x - mean) / sqrt(var + eps) * weight + bias over the last axis (D features), or
+    over the trailing axes of ``normalized_dim`` given as a tuple (PyTorch's
+    ``normalized_shape``), normalized together.
 
-    ``var`` is the population variance (divide by D). weight = 1 and bias = 0 initially, both
-    of shape (D,); without ``elementwise_affine`` there are neither. It computes in its
-    ``dtype`` (with or without weights): any other input is cast to it first.
+    ``var`` is the population variance. weight = 1 and bias = 0 initially, both of the
+    normalized shape; without ``elementwise_affine`` there are neither, and ``bias=False``
+    (PyTorch's keyword) keeps the weight only. It computes in its ``dtype`` (with or without
+    weights): any other input is cast to it first.
     """
 
-    def __init__(self, normalized_dim: int, eps: float = 1e-5, elementwise_affine: bool = True,
-                 *, dtype: Any = np.float64) -> None:
+    def __init__(self, normalized_dim: int | tuple[int, ...], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, *,
+                 dtype: Any = np.float64) -> None:
         super().__init__()
-        self.normalized_dim = checks.positive_int("normalized_dim", normalized_dim,
-                                                  owner="LayerNorm")
+        if isinstance(normalized_dim, (tuple, list)):
+            if not normalized_dim:
+                raise ValueError(f"LayerNorm normalized_dim: got {normalized_dim!r}; expected "
+                                 "an int or a non-empty tuple of ints")
+            shape = tuple(checks.positive_int("normalized_dim", n, owner="LayerNorm")
+                          for n in normalized_dim)
+        else:
+            shape = (checks.positive_int("normalized_dim", normalized_dim, owner="LayerNorm"),)
+        self.normalized_shape = shape
+        # the int of the one-axis layer, as before; the tuple otherwise
+        self.normalized_dim = shape[0] if len(shape) == 1 and \
+            not isinstance(normalized_dim, (tuple, list)) else shape
         self.eps = checks.real("eps", eps, low=0.0, low_open=True, owner="LayerNorm")
+        checks.boolean("elementwise_affine", elementwise_affine, owner="LayerNorm")
+        checks.boolean("bias", bias, owner="LayerNorm")
         # the dtype it computes in, weights or not
         self.dtype = dtype = checks.floating_dtype("dtype", dtype, owner="LayerNorm")
         self.weight: Parameter | None
         self.bias: Parameter | None
         if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_dim, dtype=dtype))
-            self.bias = Parameter(np.zeros(self.normalized_dim, dtype=dtype))
+            self.weight = Parameter(np.ones(shape, dtype=dtype))
+            self.bias = Parameter(np.zeros(shape, dtype=dtype)) if bias else None
         else:
             self.weight = None
             self.bias = None
 
     def forward(self, x: Tensor) -> Tensor:
-        """x (..., D) -> (..., D), normalized per row of D features."""
-        x = in_dtype(features_input("LayerNorm", x, self.normalized_dim), self.dtype)
-        return F.layer_norm(x, self.weight, self.bias, eps=self.eps)
+        """x (..., *normalized_shape) -> the same shape, normalized per row of those axes."""
+        shape = self.normalized_shape
+        if len(shape) == 1:  # the last-axis path, unchanged
+            x = in_dtype(features_input("LayerNorm", x, shape[0]), self.dtype)
+            return F.layer_norm(x, self.weight, self.bias, eps=self.eps)
+        x = real_input("LayerNorm", x, f"(..., {', '.join(map(str, shape))})")
+        if x.shape[max(x.ndim - len(shape), 0):] != shape:
+            raise ValueError(f"LayerNorm: got input of shape {x.shape}; expected shape "
+                             f"(..., {', '.join(map(str, shape))})")
+        return F.layer_norm(in_dtype(x, self.dtype), self.weight, self.bias, eps=self.eps,
+                            normalized_shape=shape)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_dim}, eps={self.eps}, "
-                f"elementwise_affine={self.weight is not None}")
+                f"elementwise_affine={self.weight is not None}, bias={self.bias is not None}")
 
 
 class Conv2d(Module):

@@ -44,6 +44,8 @@ from .unary import erf, erfc
 from .losses import binary_cross_entropy
 from .resize import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, interpolate
 from .pool import avg_pool1d, max_pool1d, max_unpool2d
+from .channel_norm import batch_norm, group_norm, instance_norm
+from .normalization import rms_norm
 
 #: The differentiable public ops, by family.
 PUBLIC_OPS = (
@@ -86,6 +88,8 @@ PUBLIC_OPS = (
     "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
     # pool.py: 1-D pooling, unpooling
     "max_pool1d", "avg_pool1d", "max_unpool2d",
+    # channel_norm.py, normalization.py
+    "batch_norm", "instance_norm", "group_norm", "rms_norm",
 )
 #: Reductions to indices and truth values, and argsort's permutation: np.ndarray results,
 #: not differentiable.

@@ -35,7 +35,7 @@ RESIZE_3D = ("adaptive_avg_pool1d", "max_pool1d", "avg_pool1d")
 
 def slot_values(op):
     """A valid value for ``slot_catalog(T)[op]`` (SLOT_VALUES, shaped for the op)."""
-    if op in ("self_attention", "conv1d"):
+    if op in ("self_attention", "conv1d", "instance_norm"):
         return SLOT_VALUES.reshape(1, 2, 3).copy()
     if op in ("conv2d", "max_pool2d", "avg_pool2d"):
         return SLOT_VALUES.reshape(1, 1, 2, 3).copy()
@@ -105,6 +105,10 @@ def bool_catalog() -> dict:
         "avg_pool1d": lambda: F.avg_pool1d(F.expand_dims(b, 0), 2),
         "max_unpool2d": lambda: F.max_unpool2d(mg.Tensor(BOOL_MASK[None, None]),
                                                np.array([[[[0, 1, 2], [3, 4, 5]]]]), 1),
+        # channel_norm.py, normalization.py
+        "batch_norm": lambda: F.batch_norm(b, None, None, training=True),
+        "instance_norm": lambda: F.instance_norm(F.expand_dims(b, 0)),
+        "group_norm": lambda: F.group_norm(b, 1), "rms_norm": lambda: F.rms_norm(b, 3),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: (lambda f=getattr(F, name): f(b)) for name in UNARY_A})
@@ -226,6 +230,15 @@ def zero_d_catalog() -> dict:
         "avg_pool1d": [lambda a, b: F.avg_pool1d(F.reshape(v * a, (1, 3)), 2)[0, 0]],
         "max_unpool2d": [lambda a, b: F.max_unpool2d(F.reshape(a, (1, 1, 1)),
                                                      np.array([[[3]]]), 2)[0, 1, 1]],
+        # channel_norm.py, normalization.py
+        "batch_norm": [lambda a, b: F.batch_norm(F.reshape(v * a, (3, 1)), None, None,
+                                                 training=True)[0, 0],
+                       lambda a, b: F.batch_norm(F.reshape(a, (1, 1)), np.zeros(1),
+                                                 np.ones(1))[0, 0]],
+        "instance_norm": [lambda a, b: F.instance_norm(F.reshape(v * a, (1, 1, 3)))[0, 0, 0]],
+        "group_norm": [lambda a, b: F.group_norm(F.reshape(v * a, (1, 3)), 1)[0, 0]],
+        "rms_norm": [lambda a, b: F.rms_norm(F.reshape(a, (1,)), 1)[0],
+                     lambda a, b: F.rms_norm(v * a, 3)[0]],
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: [lambda a, b, f=getattr(F, name): f(a)] for name in UNARY_A})
@@ -321,6 +334,10 @@ def slot_catalog(T) -> dict:
         # pool.py: 1-D pools, unpooling
         "max_pool1d": lambda v: F.max_pool1d(v, 2, 1), "avg_pool1d": lambda v: F.avg_pool1d(v, 2),
         "max_unpool2d": lambda v: F.max_unpool2d(v, np.array([[[[0, 3, 5], [6, 9, 11]]]]), 2),
+        # channel_norm.py, normalization.py
+        "batch_norm": lambda v: F.batch_norm(v, None, None, training=True),
+        "instance_norm": F.instance_norm,  # (1, 2, 3): N 1, C 2, L 3
+        "group_norm": lambda v: F.group_norm(v, 1), "rms_norm": lambda v: F.rms_norm(v, 3),
     }
     # contractions, reductions, scans, elementwise functions
     table.update({name: getattr(F, name) for name in UNARY_A + SCANS_A + ("std", "prod", "norm")})
