@@ -24,7 +24,8 @@ import numpy as np
 from ..checks import integer
 from .blas import limit_pool_thread, one_blas_thread
 
-__all__ = ["for_each_block", "for_each_part", "set_num_threads", "get_num_threads"]
+__all__ = ["for_each_block", "for_each_part", "for_each_range", "set_num_threads",
+           "get_num_threads"]
 
 # The constants below were chosen by measurement: docs/performance.md, "The measurements
 # behind the engine's constants".
@@ -87,6 +88,10 @@ def _importer_stacklevel() -> int:
 
 _threads = _threads_from_environment()
 _lock = threading.Lock()
+#: ``.inside``: this thread runs a range of a parallel region. A kernel called there (a shard
+#: of ``minigrad.data_parallel`` calls every op) runs its own blocks in that thread: the
+#: cores are already busy with the region's ranges, and blocks do not depend on who runs them.
+_region = threading.local()
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -151,6 +156,14 @@ def for_each_block(kernel: Callable[[int, int], object], rows: int, cols: int) -
     _fan_out(kernel, bounds)
 
 
+def for_each_range(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]]) -> None:
+    """``kernel(lo, hi)`` for every range of ``bounds``, given by the caller (so by shape,
+    never by the thread count), on up to ``get_num_threads()`` threads with BLAS held to one;
+    kernels called inside run their own blocks in their thread. Returns when every range
+    has finished, raising the first error."""
+    _fan_out(kernel, bounds)
+
+
 def _even_parts(n: int, parts: int) -> list[tuple[int, int]]:
     """``range(n)`` cut into ``min(parts, n)`` consecutive ranges whose sizes differ by 1 at
     most."""
@@ -167,7 +180,7 @@ def _fan_out(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]]
     counter, the caller's thread too, so on a busy machine the caller runs what a worker
     still waiting for a core has not started, and a slow thread takes fewer ranges.
     """
-    threads = min(_threads, len(bounds))
+    threads = 1 if getattr(_region, "inside", False) else min(_threads, len(bounds))
     with one_blas_thread():
         if threads == 1:
             for lo, hi in bounds:
@@ -184,6 +197,13 @@ def _share(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]],
     lock, counter = threading.Lock(), [0]
 
     def work() -> None:
+        outer, _region.inside = getattr(_region, "inside", False), True
+        try:
+            take()
+        finally:
+            _region.inside = outer
+
+    def take() -> None:
         with np.errstate(**errors):
             while True:
                 with lock:

@@ -1,0 +1,130 @@
+"""Data parallelism: a training step's batch cut into shards, each shard's forward and
+backward run whole in a thread, the gradients summed in shard order.
+
+A hand-off of NumPy work to another Python thread costs tens of microseconds, so splitting
+each op across the cores (``minigrad.runtime.parallel``) pays only for large arrays and
+products, and most of a step stays on one core. A shard hands the whole forward and backward
+of its examples to a thread at once: one hand-off per shard and step, every op of the shard
+in its thread (NumPy releases the GIL inside its loops and products).
+
+The shards are cut by the batch and the number the caller gives (chosen by shape, e.g.
+:func:`shards_for`), never by the thread count; each shard computes the same bits whichever
+thread runs it, with BLAS at one thread; the leaves' gradients are summed in shard order. So
+the step gives the same bits for any ``set_num_threads`` and any BLAS thread count
+(docs/reliability.md, G2).
+"""
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .checks import integer
+from .gradmode import grad_mode
+from .graph import backward
+from .runtime import parallel
+from .tensor import Tensor
+
+__all__ = ["data_parallel", "shards_for", "SHARD_ELEMENTS", "MAX_SHARDS"]
+
+#: Activation elements (all the step keeps for its backward) per shard, at least: below this
+#: the interpreter's work per op, which every shard repeats and which holds the GIL, costs
+#: more than the second core earns back (docs/performance.md, "The second core").
+SHARD_ELEMENTS = 1 << 19
+#: At most this many shards: more add interpreter work and smaller products for no core.
+MAX_SHARDS = 8
+
+
+def shards_for(examples: int, elements: int) -> int:
+    """The number of shards for a batch of ``examples`` whose step keeps about ``elements``
+    activation elements in all: a power of two (so 2, 4 or 8 threads share them evenly), at
+    most ``MAX_SHARDS`` and ``examples``, with at least ``SHARD_ELEMENTS`` per shard; 1 for a
+    small step. A function of the shape only, so the same on every machine."""
+    integer("examples", examples, low=0, owner="shards_for")
+    integer("elements", elements, low=0, owner="shards_for")
+    shards = 1
+    while (2 * shards <= min(MAX_SHARDS, examples)
+           and elements // (2 * shards) >= SHARD_ELEMENTS):
+        shards *= 2
+    return shards
+
+
+def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[float, list]:
+    """Run ``fn`` on ``shards`` consecutive slices of the ``batch`` arrays (along their first
+    axis), each shard's forward and backward in a thread, and accumulate into every leaf's
+    ``.grad`` the gradient of the whole batch's mean loss.
+
+    ``fn(*slices)`` returns the loss of its examples, a 0-d Tensor that is their *mean*, or
+    a tuple whose first item is that loss (the rest is handed back). A shard of ``n_s`` of
+    the ``N`` examples is weighted ``n_s / N``: its backward starts from that cotangent, so
+    the sum over the shards is the gradient of the batch's mean. Each leaf's gradients are
+    summed in shard order and then added to ``.grad``; if any shard raises, no ``.grad``
+    changes. Returns ``(loss, results)``: the weighted sum of the shards' losses (a float)
+    and what each shard's ``fn`` returned, in shard order.
+
+    With ``shards=1`` this is ``fn(*batch)`` and its ``backward()``, with the same bits. The
+    shards run on ``minigrad.runtime.parallel``'s threads (the caller's included), under the
+    caller's grad mode and context variables; the ops inside a shard run their own blocks in
+    the shard's thread.
+    """
+    shards = integer("shards", shards, low=1, high=MAX_SHARDS, owner="data_parallel")
+    arrays = [b.data if isinstance(b, Tensor) else np.asarray(b) for b in batch]
+    if not arrays or any(a.ndim == 0 for a in arrays):
+        raise ValueError("data_parallel: expected one or more batch arrays with a first axis")
+    n = len(arrays[0])
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"data_parallel: got batch arrays of {[len(a) for a in arrays]} "
+                         "examples; expected the same number in each")
+    if not 1 <= shards <= max(n, 1):
+        raise ValueError(f"data_parallel shards: got {shards}; expected at most the "
+                         f"{n} examples of the batch")
+    bounds = [(n * i // shards, n * (i + 1) // shards) for i in range(shards)]
+    index = {lo: i for i, (lo, _) in enumerate(bounds)}
+    results: list = [None] * shards
+    sinks: list[dict] = [{} for _ in bounds]
+    losses = [0.0] * shards
+    enabled = grad_mode.enabled  # per thread: each shard takes the caller's
+    contexts = [contextvars.copy_context() for _ in bounds]  # (a context runs in one thread)
+
+    def shard(lo: int, hi: int) -> None:
+        i = index[lo]
+        before, grad_mode.enabled = grad_mode.enabled, enabled
+        try:
+            out = fn(*(a[lo:hi] for a in arrays))
+            loss = out[0] if isinstance(out, tuple) else out
+            if not isinstance(loss, Tensor) or loss.ndim != 0:
+                raise TypeError(f"data_parallel fn: returned {type(loss).__name__}"
+                                f"{f' of shape {loss.shape}' if isinstance(loss, Tensor) else ''};"
+                                " expected a 0-d Tensor (the shard's mean loss) or a tuple "
+                                "starting with one")
+            weight = (hi - lo) / n
+            losses[i] = weight * float(loss.data)
+            if loss.requires_grad:
+                seed = np.asarray(weight, dtype=loss.dtype)
+                backward(loss, seed, leaf_grads=sinks[i])
+            results[i] = out
+        finally:
+            grad_mode.enabled = before
+
+    parallel.for_each_range(lambda lo, hi: contexts[index[lo]].run(shard, lo, hi), bounds)
+    _add_in_order(sinks)
+    return sum(losses), results
+
+
+def _add_in_order(sinks: Sequence[dict]) -> None:
+    """Each leaf's gradient: its shards' arrays summed in shard order (into the first, which
+    the sweep made the shard's own), then added to ``.grad``."""
+    totals: dict = {}
+    for sink in sinks:
+        for leaf, g in sink.items():
+            if leaf in totals:
+                totals[leaf] += g
+            else:
+                totals[leaf] = g
+    for leaf, g in totals.items():
+        if leaf.grad is None:
+            leaf.grad = g
+        else:
+            leaf.grad += g
