@@ -16,7 +16,8 @@ the step gives the same bits for any ``set_num_threads`` and any BLAS thread cou
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -83,8 +84,8 @@ def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[flo
     bounds = [(n * i // shards, n * (i + 1) // shards) for i in range(shards)]
     index = {lo: i for i, (lo, _) in enumerate(bounds)}
     results: list = [None] * shards
-    sinks: list[dict] = [{} for _ in bounds]
     losses = [0.0] * shards
+    totals = _InOrder(shards)
     enabled = grad_mode.enabled  # per thread: each shard takes the caller's
     contexts = [contextvars.copy_context() for _ in bounds]  # (a context runs in one thread)
 
@@ -101,30 +102,43 @@ def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[flo
                                 "starting with one")
             weight = (hi - lo) / n
             losses[i] = weight * float(loss.data)
+            sink: dict = {}
             if loss.requires_grad:
-                seed = np.asarray(weight, dtype=loss.dtype)
-                backward(loss, seed, leaf_grads=sinks[i])
+                backward(loss, np.asarray(weight, dtype=loss.dtype), leaf_grads=sink)
             results[i] = out
         finally:
             grad_mode.enabled = before
+        totals.add(i, sink)
 
     parallel.for_each_range(lambda lo, hi: contexts[index[lo]].run(shard, lo, hi), bounds)
-    _add_in_order(sinks)
-    return sum(losses), results
-
-
-def _add_in_order(sinks: Sequence[dict]) -> None:
-    """Each leaf's gradient: its shards' arrays summed in shard order (into the first, which
-    the sweep made the shard's own), then added to ``.grad``."""
-    totals: dict = {}
-    for sink in sinks:
-        for leaf, g in sink.items():
-            if leaf in totals:
-                totals[leaf] += g
-            else:
-                totals[leaf] = g
-    for leaf, g in totals.items():
+    for leaf, g in totals.sums.items():
         if leaf.grad is None:
             leaf.grad = g
         else:
             leaf.grad += g
+    return sum(losses), results
+
+
+class _InOrder:
+    """The leaves' gradients summed in shard order as the shards finish: shard i's arrays are
+    added once shards 0..i-1 have been, so at most the shards still running and those
+    waiting for an earlier one hold gradients of their own (memory), and the sums do not
+    depend on which shard finished first (bits)."""
+
+    def __init__(self, shards: int) -> None:
+        self.sums: dict = {}
+        self.waiting: list[dict | None] = [None] * shards
+        self.next = 0
+        self.lock = threading.Lock()
+
+    def add(self, i: int, sink: dict) -> None:
+        with self.lock:
+            self.waiting[i] = sink
+            while self.next < len(self.waiting) and self.waiting[self.next] is not None:
+                ready, self.waiting[self.next] = self.waiting[self.next], None
+                self.next += 1
+                for leaf, g in ready.items():  # (the first shard's arrays are its own)
+                    if leaf in self.sums:
+                        self.sums[leaf] += g
+                    else:
+                        self.sums[leaf] = g
