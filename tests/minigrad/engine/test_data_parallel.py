@@ -167,3 +167,33 @@ def test_a_loss_that_is_not_a_scalar_tensor_is_refused():
         mg.data_parallel(lambda xb, yb: _loss(p, xb, yb)[1], x, y, shards=2)
     assert all(t.grad is None for t in p.values())
     assert parallel.get_num_threads() >= 1
+
+
+@pytest.mark.parametrize("n_threads, nested", [(2, 1), (4, 2)])
+def test_kernels_in_a_shard_use_only_the_threads_the_shards_leave(threads, n_threads, nested):
+    """Two shards on 2 threads keep both cores busy: a kernel inside a shard runs its blocks
+    in the shard's thread (a hand-off would only queue behind the other shard); on 4 threads
+    each shard's kernels get 2."""
+    threads(n_threads)
+    seen: dict = {}
+    lock = threading.Lock()
+    rows = 8 * parallel.PARALLEL_ELEMENTS // 64
+
+    def fn(xb):
+        me = threading.current_thread().name
+        barrier = threading.Barrier(nested, timeout=10.0) if nested > 1 else None
+
+        def kernel(lo, hi):
+            with lock:
+                seen.setdefault(me, set()).add(threading.current_thread().name)
+            if barrier is not None:
+                try:  # each thread's block waits until another thread has one too
+                    barrier.wait()
+                except threading.BrokenBarrierError:
+                    pass
+
+        parallel.for_each_block(kernel, rows, 64)
+        return mg.Tensor(np.float32(len(xb)))
+
+    mg.data_parallel(fn, np.zeros((4, 1)), shards=2)
+    assert sorted(len(names) for names in seen.values()) == [nested] * len(seen)
