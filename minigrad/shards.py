@@ -61,45 +61,47 @@ def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[flo
     a tuple whose first item is that loss (the rest is handed back). A shard of ``n_s`` of
     the ``N`` examples is weighted ``n_s / N``: its backward starts from that cotangent, so
     the sum over the shards is the gradient of the batch's mean. Each leaf's gradients are
-    summed in shard order and then added to ``.grad``; if any shard raises, no ``.grad``
-    changes. Returns ``(loss, results)``: the weighted sum of the shards' losses (a float)
+    summed in shard order and then added to ``.grad``; if any of several shards raises, no
+    ``.grad`` changes. Returns ``(loss, results)``: the weighted sum of the shards' losses (a float)
     and what each shard's ``fn`` returned, in shard order.
 
-    With ``shards=1`` this is ``fn(*batch)`` and its ``backward()``, with the same bits. The
-    shards run on ``minigrad.runtime.parallel``'s threads (the caller's included), under the
-    caller's grad mode and context variables; the ops inside a shard run their own blocks in
-    the shard's thread.
+    With ``shards=1`` this is ``fn(*batch)`` and its ``backward()`` in the caller's thread,
+    with the same bits. More shards run on ``minigrad.runtime.parallel``'s threads (the
+    caller's included) with BLAS at one thread, under the caller's grad mode and context
+    variables; the ops inside a shard get the threads the shards leave over (none on 2 cores).
     """
     shards = integer("shards", shards, low=1, high=MAX_SHARDS, owner="data_parallel")
     arrays = [b.data if isinstance(b, Tensor) else np.asarray(b) for b in batch]
-    if not arrays or any(a.ndim == 0 for a in arrays):
+    n = len(arrays[0]) if arrays and arrays[0].ndim else 0
+    for a in arrays:
+        if a.ndim == 0 or len(a) != n:
+            raise ValueError("data_parallel: got batch arrays of shapes "
+                             f"{[a.shape for a in arrays]}; expected one or more with a first "
+                             "axis of the same length (the examples)")
+    if not arrays:
         raise ValueError("data_parallel: expected one or more batch arrays with a first axis")
-    n = len(arrays[0])
-    if any(len(a) != n for a in arrays):
-        raise ValueError(f"data_parallel: got batch arrays of {[len(a) for a in arrays]} "
-                         "examples; expected the same number in each")
-    if not 1 <= shards <= max(n, 1):
+    if shards > max(n, 1):
         raise ValueError(f"data_parallel shards: got {shards}; expected at most the "
                          f"{n} examples of the batch")
+    if shards == 1:  # the caller's thread as it is: no hand-off, no BLAS limit to set (45 µs)
+        out = fn(*arrays)
+        loss = _loss_of(out)
+        if loss.requires_grad:
+            backward(loss, np.ones((), dtype=loss.dtype))
+        return float(loss.data), [out]
     bounds = [(n * i // shards, n * (i + 1) // shards) for i in range(shards)]
     index = {lo: i for i, (lo, _) in enumerate(bounds)}
     results: list = [None] * shards
     losses = [0.0] * shards
     totals = _InOrder(shards)
     enabled = grad_mode.enabled  # per thread: each shard takes the caller's
-    contexts = [contextvars.copy_context() for _ in bounds]  # (a context runs in one thread)
 
     def shard(lo: int, hi: int) -> None:
         i = index[lo]
         before, grad_mode.enabled = grad_mode.enabled, enabled
         try:
             out = fn(*(a[lo:hi] for a in arrays))
-            loss = out[0] if isinstance(out, tuple) else out
-            if not isinstance(loss, Tensor) or loss.ndim != 0:
-                raise TypeError(f"data_parallel fn: returned {type(loss).__name__}"
-                                f"{f' of shape {loss.shape}' if isinstance(loss, Tensor) else ''};"
-                                " expected a 0-d Tensor (the shard's mean loss) or a tuple "
-                                "starting with one")
+            loss = _loss_of(out)
             weight = (hi - lo) / n
             losses[i] = weight * float(loss.data)
             sink: dict = {}
@@ -110,6 +112,7 @@ def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[flo
             grad_mode.enabled = before
         totals.add(i, sink)
 
+    contexts = [contextvars.copy_context() for _ in bounds]  # (one thread per context)
     parallel.for_each_range(lambda lo, hi: contexts[index[lo]].run(shard, lo, hi), bounds)
     for leaf, g in totals.sums.items():
         if leaf.grad is None:
@@ -117,6 +120,17 @@ def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[flo
         else:
             leaf.grad += g
     return sum(losses), results
+
+
+def _loss_of(out: Any) -> Tensor:
+    """The loss in what a shard's ``fn`` returned: it, or its first item."""
+    loss = out[0] if isinstance(out, tuple) else out
+    if not isinstance(loss, Tensor) or loss.ndim != 0:
+        raise TypeError(f"data_parallel fn: returned {type(loss).__name__}"
+                        f"{f' of shape {loss.shape}' if isinstance(loss, Tensor) else ''}; "
+                        "expected a 0-d Tensor (the shard's mean loss) or a tuple starting "
+                        "with one")
+    return loss
 
 
 class _InOrder:

@@ -150,8 +150,8 @@ def test_shards_for_is_a_power_of_two_by_shape_only():
 @pytest.mark.parametrize("kwargs, batch, error, match", [
     ({"shards": 0}, "xy", ValueError, "shards"),
     ({"shards": 17}, "xy", ValueError, "shards"),
-    ({"shards": 2}, "x1", ValueError, "same number"),
-    ({"shards": 2}, "", ValueError, "batch arrays"),
+    ({"shards": 2}, "x1", ValueError, "same length"),
+    ({"shards": 2}, "", ValueError, "one or more"),
 ])
 def test_bad_arguments_name_what_is_wrong(kwargs, batch, error, match):
     p, (x, y) = _model(), _batch()
