@@ -28,27 +28,29 @@ from .graph import backward
 from .runtime import parallel
 from .tensor import Tensor
 
-__all__ = ["data_parallel", "shards_for", "SHARD_ELEMENTS", "MAX_SHARDS"]
+__all__ = ["data_parallel", "shards_for", "SHARD_STEPS", "MAX_SHARDS"]
 
-#: Activation elements (all the step keeps for its backward) per shard, at least: below this
-#: the interpreter's work per op, which every shard repeats and which holds the GIL, costs
-#: more than the second core earns back (docs/performance.md, "The second core").
-SHARD_ELEMENTS = 1 << 19
-#: At most this many shards: more add interpreter work and smaller products for no core.
+#: The step's activation elements (all it keeps for its backward) from which it is cut into
+#: 2, 4 and 8 shards. Each shard beyond the first repeats the interpreter's work per op
+#: (which holds the GIL), multiplies smaller matrices and adds one more copy of every
+#: gradient: at one thread 2 shards cost B-D 2-4%, 4 shards 10-11%, 8 shards 25-36%
+#: (docs/performance.md, "The second core"), so more than 2 only for steps far larger.
+SHARD_STEPS = ((2, 1 << 20), (4, 1 << 24), (8, 1 << 26))
+#: At most this many shards (``data_parallel``'s bound).
 MAX_SHARDS = 8
 
 
 def shards_for(examples: int, elements: int) -> int:
     """The number of shards for a batch of ``examples`` whose step keeps about ``elements``
-    activation elements in all: a power of two (so 2, 4 or 8 threads share them evenly), at
-    most ``MAX_SHARDS`` and ``examples``, with at least ``SHARD_ELEMENTS`` per shard; 1 for a
-    small step. A function of the shape only, so the same on every machine."""
+    activation elements in all: 1, 2, 4 or 8 by ``SHARD_STEPS`` (powers of two, so 2, 4 or 8
+    threads share them evenly), at most ``examples``. A function of the shape only, so the
+    same on every machine and for any thread count."""
     integer("examples", examples, low=0, owner="shards_for")
     integer("elements", elements, low=0, owner="shards_for")
     shards = 1
-    while (2 * shards <= min(MAX_SHARDS, examples)
-           and elements // (2 * shards) >= SHARD_ELEMENTS):
-        shards *= 2
+    for count, least in SHARD_STEPS:
+        if elements >= least and count <= examples:
+            shards = count
     return shards
 
 

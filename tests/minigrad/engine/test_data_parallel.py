@@ -11,7 +11,7 @@ from ulps import assert_close_ulps
 import minigrad as mg
 from minigrad import F
 from minigrad.runtime import parallel
-from minigrad.shards import MAX_SHARDS, SHARD_ELEMENTS, shards_for
+from minigrad.shards import MAX_SHARDS, SHARD_STEPS, shards_for
 
 # Large enough that, inside a shard of two, layer_norm's and gelu_tanh's blocks and the
 # products' parts would go to the block pool (PARALLEL_ELEMENTS, PARALLEL_FLOPS): the test
@@ -139,12 +139,15 @@ def test_shards_take_the_callers_grad_mode(threads):
 
 
 def test_shards_for_is_a_power_of_two_by_shape_only():
-    assert shards_for(64, SHARD_ELEMENTS - 1) == 1
-    assert shards_for(64, 2 * SHARD_ELEMENTS) == 2
-    assert shards_for(64, 5 * SHARD_ELEMENTS) == 4
-    assert shards_for(3, 100 * SHARD_ELEMENTS) == 2
-    assert shards_for(1000, 10 ** 9) == MAX_SHARDS
-    assert shards_for(0, 10 ** 9) == 1
+    (two, least2), (four, least4), (eight, least8) = SHARD_STEPS
+    assert (two, four, eight) == (2, 4, MAX_SHARDS)
+    assert shards_for(64, least2 - 1) == 1
+    assert shards_for(64, least2) == 2
+    assert shards_for(64, least4) == 4
+    assert shards_for(64, least8 * 10) == 8
+    assert shards_for(3, least8) == 2  # never more shards than examples
+    assert shards_for(1, least8) == 1
+    assert shards_for(0, least8) == 1
 
 
 @pytest.mark.parametrize("kwargs, batch, error, match", [
