@@ -150,8 +150,11 @@ class _InOrder:
     def add(self, i: int, sink: dict) -> None:
         with self.lock:
             self.waiting[i] = sink
-            while self.next < len(self.waiting) and self.waiting[self.next] is not None:
-                ready, self.waiting[self.next] = self.waiting[self.next], None
+            while self.next < len(self.waiting):
+                ready = self.waiting[self.next]
+                if ready is None:  # an earlier shard is still running
+                    return
+                self.waiting[self.next] = None
                 self.next += 1
                 for leaf, g in ready.items():  # (the first shard's arrays are its own)
                     if leaf in self.sums:
