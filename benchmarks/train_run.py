@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
             for phase in phases:
-                spinner = Spinner(3600.0) if phase == "busy" else None
+                spinner = Spinner(1200.0) if phase == "busy" else None  # bounded if we die
                 try:
                     for job, run in jobs.items():
                         load = (load_average() or ["?"])[0]
