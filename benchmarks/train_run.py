@@ -12,9 +12,10 @@ torch: the same TinyViT in PyTorch eager (float32, the default threads) from the
 initial weights; the same normalized images, random affine augmentation and mixup drawn from
 a generator seeded as the run's, the same AdamW settings and one-cycle learning rate per step
 (read from the run's own schedule), the test set evaluated and ``torch.save`` of the
-parameters and optimizer state after each epoch. Each job is timed from start to end (wall
-seconds, epochs per second); the order is minigrad, torch, then the same again with one core
-kept busy by a spinning child process (``benchmarks/busy.py``'s), for ``--repeats`` rounds.
+parameters and optimizer state after each epoch; NumPy's BLAS at one thread in both. Each job
+is timed from start to end (wall seconds, epochs per second); the order is minigrad, torch,
+then the same again with one core kept busy by a spinning child process
+(``benchmarks/busy.py``'s), for ``--repeats`` rounds.
 Prints each run, the median wall per job and phase, torch/minigrad, and the 1-minute load
 average at each run's start.
 """
@@ -34,6 +35,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from minigrad.runtime.blas import blas_threads
 from vit.cli.main import main as vit_main
 from vit.model.losses import mixup
 from vit.model.normalizer import Normalizer
@@ -80,7 +82,14 @@ def _forward(torch, tF, P, x, o, image):
 
 
 def torch_job(epochs: int, out: str) -> float:
-    """The same run in PyTorch; its final test accuracy."""
+    """The same run in PyTorch; its final test accuracy. NumPy's BLAS (the augmentation's
+    products) at one thread, as ``python -m vit`` sets it: its idle threads would spin
+    against torch's own after every call."""
+    with blas_threads(1):
+        return _torch_run(epochs, out)
+
+
+def _torch_run(epochs: int, out: str) -> float:
     import torch
     import torch.nn.functional as tF
     o = TrainOptions(epochs=epochs).resolved()
