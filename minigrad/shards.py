@@ -33,7 +33,7 @@ __all__ = ["data_parallel", "shards_for", "SHARD_STEPS", "MAX_SHARDS"]
 #: The step's activation elements (all it keeps for its backward) from which it is cut into
 #: 2, 4 and 8 shards. Each shard beyond the first repeats the interpreter's work per op
 #: (which holds the GIL), multiplies smaller matrices and adds one more copy of every
-#: gradient: at one thread 2 shards cost B-D 2-4%, 4 shards 10-11%, 8 shards 25-36%
+#: gradient: at one thread 2 shards cost B-D 2-4%, 4 shards 10-12%, 8 shards 25-37%
 #: (docs/performance.md, "The second core"), so more than 2 only for steps far larger.
 SHARD_STEPS = ((2, 1 << 20), (4, 1 << 24), (8, 1 << 26))
 #: At most this many shards (``data_parallel``'s bound).
@@ -64,8 +64,8 @@ def data_parallel(fn: Callable[..., Any], *batch: Any, shards: int) -> tuple[flo
     the ``N`` examples is weighted ``n_s / N``: its backward starts from that cotangent, so
     the sum over the shards is the gradient of the batch's mean. Each leaf's gradients are
     summed in shard order and then added to ``.grad``; if any of several shards raises, no
-    ``.grad`` changes. Returns ``(loss, results)``: the weighted sum of the shards' losses (a float)
-    and what each shard's ``fn`` returned, in shard order.
+    ``.grad`` changes. Returns ``(loss, results)``: the weighted sum of the shards' losses
+    (a float) and what each shard's ``fn`` returned, in shard order.
 
     With ``shards=1`` this is ``fn(*batch)`` and its ``backward()`` in the caller's thread,
     with the same bits. More shards run on ``minigrad.runtime.parallel``'s threads (the

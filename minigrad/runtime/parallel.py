@@ -98,6 +98,8 @@ _region = threading.local()
 def _available() -> int:
     """The threads this thread's kernels may use: its region's share, or all of them."""
     return getattr(_region, "threads", _threads)
+
+
 _pool: ThreadPoolExecutor | None = None
 
 
