@@ -7,7 +7,8 @@
     python benchmarks/report.py run.json             # docs/performance.md's tables from it
 
 Implementations (each starts from the same initialization, copied from one minigrad model):
-  minigrad32 / minigrad64   TinyViT + F.cross_entropy + backward + p.data -= lr * p.grad
+  minigrad32 / minigrad64   TinyViT + F.cross_entropy + backward + p.data -= lr * p.grad, the
+                            batch in mg.data_parallel's shards as python -m vit train runs it
   fused32                   the same with TinyViT(fused=True): one recorded op per stage
   manual                    vit/model/manual.py: forward and backward by hand (float32)
   torch                     the same model in PyTorch eager on the CPU (float32), if importable
@@ -34,11 +35,13 @@ from collections import namedtuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import minigrad as mg
 from minigrad import F, Tensor
 from minigrad.runtime import parallel
 from minigrad.runtime.heap import keep_heap
 from vit.model import manual
 from vit.model.tinyvit import TinyViT
+from vit.train.loop import step_shards
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine
@@ -98,13 +101,15 @@ def make_minigrad(cfg, state, x, y, dtype, fused=False):
     params = list(model.parameters())
     xt = Tensor(x.astype(dtype))
 
-    def step():
+    shards = step_shards(model, len(x))
+
+    def step():  # as python -m vit train runs it: the batch in shards chosen by shape
         model.zero_grad()
-        loss = F.cross_entropy(model(xt), y)
-        loss.backward()
+        loss, _ = mg.data_parallel(lambda xs, ys: F.cross_entropy(model(Tensor(xs)), ys),
+                                   xt, y, shards=shards)
         for p in params:
             p.data -= LR * p.grad
-        return loss.item()
+        return loss
     return step
 
 

@@ -27,6 +27,7 @@ from . import functional as F
 from .defop import JointVJP, op, record
 from .gradmode import enable_grad, is_grad_enabled, no_grad
 from .runtime import heap
+from .shards import data_parallel
 from .tensor import Tensor, as_tensor, tensor
 from .tools.gradcheck import GradcheckError, GradcheckReport, gradcheck, taylor_check
 from .tools.opcheck import gradcheck_ops
@@ -40,5 +41,5 @@ __all__ = [
     "JointVJP",
     "functional", "F", "gradcheck", "GradcheckError", "GradcheckReport",
     "taylor_check", "gradcheck_ops", "OpcheckReport", "graph_summary", "GraphSummary", "nn",
-    "optim", "heap",
+    "optim", "heap", "data_parallel",
 ]

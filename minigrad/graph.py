@@ -186,7 +186,8 @@ def _modified(node: Node, what: str, shape: tuple, dtype: Any, cell: list) -> Ru
     )
 
 
-def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
+def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False,
+             leaf_grads: dict | None = None) -> None:
     """Accumulate d(root)/d(leaf), contracted with ``grad``, into every reachable leaf's ``.grad``.
 
     Walks the graph once in reverse topological order. A node used several times receives
@@ -200,11 +201,18 @@ def backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None
     Tensor input or output of a recorded op was written through the Tensor API since the
     op ran (its version moved), this raises a RuntimeError naming the op and the input,
     and no ``.grad`` changes. Writes straight into ``.data`` are not seen.
+
+    ``leaf_grads``: a dict that receives the leaves' gradients (leaf -> an array of its own)
+    instead of their ``.grad``, so that threads sharing the leaves (``minigrad.data_parallel``'s
+    shards) can each run a sweep and the sums can be taken in a fixed order afterwards.
     """
     if root._node is None:  # a leaf: d(root)/d(root) is the identity
-        _accumulate_leaf(root, grad, owned=False)
+        if leaf_grads is None:
+            _accumulate_leaf(root, grad, owned=False)
+        else:
+            leaf_grads[root] = np.array(grad, dtype=root.data.dtype)
         return
-    _sweep(toposort(root._node), {root._node: grad}, retain_graph)
+    _sweep(toposort(root._node), {root._node: grad}, retain_graph, leaf_grads)
 
 
 def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
@@ -230,8 +238,9 @@ def backward_many(roots: Sequence[Tensor], grads: Sequence[np.ndarray],
     _sweep(order, start, retain_graph)
 
 
-def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
-    """Run ``order``'s VJPs, results first; ``grads`` maps a node to its gradient so far."""
+def _sweep(order: list, grads: dict, retain_graph: bool, leaf_grads: dict | None = None) -> None:
+    """Run ``order``'s VJPs, results first; ``grads`` maps a node to its gradient so far;
+    leaves' gradients go to their ``.grad``, or to ``leaf_grads`` when one is given."""
     owned = set()  # nodes whose buffer in ``grads`` this sweep allocated, so may update in place
     for node in reversed(order):
         g = grads.pop(node)
@@ -281,10 +290,15 @@ def _sweep(order: list, grads: dict, retain_graph: bool) -> None:
             # input's first gradient; and in this frame, where ``unshared``'s reference
             # count was calibrated (so not inside a call that also holds ``gp``).
             if leaf:
-                if parent.grad is None:
-                    parent.grad = gp if made or unshared(gp) else gp.copy()
+                if leaf_grads is None:
+                    if parent.grad is None:
+                        parent.grad = gp if made or unshared(gp) else gp.copy()
+                    else:
+                        parent.grad += gp
+                elif parent in leaf_grads:
+                    leaf_grads[parent] += gp  # (an array the first visit made ours)
                 else:
-                    parent.grad += gp
+                    leaf_grads[parent] = gp if made or unshared(gp) else gp.copy()
                 continue
             prev = grads.get(parent)
             if prev is None:

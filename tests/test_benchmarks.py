@@ -81,3 +81,29 @@ def test_fused_block_refuses_bad_options(args, words):
 def test_step_ab_refuses_an_unknown_implementation_for_the_other_trees():
     proc = _run("step_ab.py", "--their-impl", "jax")
     assert proc.returncode == 2 and "jax" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow  # two short training runs; fast: test_train_run_refuses_bad_options
+def test_train_run_times_both_jobs_idle():
+    proc = _run("train_run.py", "--quick", "--no-busy")
+    assert proc.returncode == 0, proc.stderr
+    assert "idle  minigrad" in proc.stdout and "median wall seconds" in proc.stdout
+
+
+def test_train_run_refuses_bad_options():
+    proc = _run("train_run.py", "--epochs", "0")
+    assert proc.returncode == 2 and "--epochs" in proc.stderr
+
+
+@pytest.mark.slow  # a benchmark run; fast: test_parallel_ab_refuses_bad_options
+def test_parallel_ab_times_every_variant():
+    proc = _run("parallel_ab.py", "--configs", "B", "--rounds", "1", "--turn", "1",
+                "--shards", "1")
+    assert proc.returncode == 0, proc.stderr
+    for variant in ("shards ", "shards 1", "ops", "blas", "1 thread", "manual"):
+        assert f"\n{variant}" in proc.stdout
+
+
+def test_parallel_ab_refuses_bad_options():
+    proc = _run("parallel_ab.py", "--configs", "Z")
+    assert proc.returncode == 2 and "--configs" in proc.stderr

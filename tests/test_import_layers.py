@@ -20,7 +20,7 @@ LAYERS = [
     ["minigrad.checks", "minigrad.arrays"],
     ["minigrad.runtime"],
     ["minigrad.gradmode", "minigrad.gradients", "minigrad.graph", "minigrad.tensor",
-     "minigrad.inplace", "minigrad.opcalls", "minigrad.defop"],
+     "minigrad.inplace", "minigrad.opcalls", "minigrad.defop", "minigrad.shards"],
     ["minigrad.ops"],
     ["minigrad.methods", "minigrad.numpy_api", "minigrad.numpy_options", "minigrad.functional"],
     ["minigrad.nn", "minigrad.optim"],

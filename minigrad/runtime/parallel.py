@@ -24,7 +24,8 @@ import numpy as np
 from ..checks import integer
 from .blas import limit_pool_thread, one_blas_thread
 
-__all__ = ["for_each_block", "for_each_part", "set_num_threads", "get_num_threads"]
+__all__ = ["for_each_block", "for_each_part", "for_each_range", "set_num_threads",
+           "get_num_threads"]
 
 # The constants below were chosen by measurement: docs/performance.md, "The measurements
 # behind the engine's constants".
@@ -87,6 +88,18 @@ def _importer_stacklevel() -> int:
 
 _threads = _threads_from_environment()
 _lock = threading.Lock()
+#: ``.threads``: in a thread that runs a range of a parallel region, the threads a kernel
+#: called there may use (a shard of ``minigrad.data_parallel`` calls every op): the region's
+#: threads' share of ``get_num_threads()``, so 1 where the region already keeps every core
+#: busy. Blocks and parts do not depend on who runs them, so neither do the bits.
+_region = threading.local()
+
+
+def _available() -> int:
+    """The threads this thread's kernels may use: its region's share, or all of them."""
+    return getattr(_region, "threads", _threads)
+
+
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -144,10 +157,18 @@ def for_each_block(kernel: Callable[[int, int], object], rows: int, cols: int) -
         bounds = [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
     else:  # a multiple of BALANCE blocks, so that 2 or 4 threads get equal shares
         bounds = _even_parts(rows, BALANCE * -(-rows * cols // (BALANCE * BLOCK_ELEMENTS)))
-    if rows * cols < PARALLEL_ELEMENTS or min(_threads, len(bounds)) == 1:
+    if rows * cols < PARALLEL_ELEMENTS or min(_available(), len(bounds)) == 1:
         for lo, hi in bounds:
             kernel(lo, hi)
         return
+    _fan_out(kernel, bounds)
+
+
+def for_each_range(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]]) -> None:
+    """``kernel(lo, hi)`` for every range of ``bounds``, given by the caller (so by shape,
+    never by the thread count), on up to ``get_num_threads()`` threads with BLAS held to one;
+    kernels called inside share the threads left over (none on 2 cores with 2 or more
+    ranges). Returns when every range has finished, raising the first error."""
     _fan_out(kernel, bounds)
 
 
@@ -167,7 +188,7 @@ def _fan_out(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]]
     counter, the caller's thread too, so on a busy machine the caller runs what a worker
     still waiting for a core has not started, and a slow thread takes fewer ranges.
     """
-    threads = min(_threads, len(bounds))
+    threads = min(_available(), len(bounds))
     with one_blas_thread():
         if threads == 1:
             for lo, hi in bounds:
@@ -183,7 +204,20 @@ def _share(kernel: Callable[[int, int], object], bounds: list[tuple[int, int]],
     n, errors = len(bounds), np.geterr()  # floating-point error handling is per thread
     lock, counter = threading.Lock(), [0]
 
+    share = max(1, _available() // threads)  # for the kernels the ranges call
+
     def work() -> None:
+        outer = getattr(_region, "threads", None)
+        _region.threads = share
+        try:
+            take()
+        finally:
+            if outer is None:
+                del _region.threads
+            else:
+                _region.threads = outer
+
+    def take() -> None:
         with np.errstate(**errors):
             while True:
                 with lock:
@@ -240,7 +274,7 @@ def for_each_part(kernel: Callable[[int, int], object], n: int, flops: float) ->
                 kernel(0, n)
         return
     bounds = _even_parts(n, PARTS)
-    if min(_threads, len(bounds)) == 1:
+    if min(_available(), len(bounds)) == 1:
         with one_blas_thread():
             for lo, hi in bounds:
                 kernel(lo, hi)

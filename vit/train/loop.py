@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 import minigrad as mg
 from minigrad import F, Tensor
+from minigrad.shards import shards_for
 
 from ..io.atomic import append_line, open_append_nofollow, write_atomic
 from ..io.files import check_built
@@ -48,7 +49,7 @@ from .options import TrainOptions
 from .runfolder import CHECKPOINT, METRICS, keep_metrics_until, open_run_folder
 
 __all__ = ["TrainingDiverged", "load_task", "build_model", "check_first_step", "evaluate",
-           "train"]
+           "step_shards", "train"]
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint was kept."""
@@ -114,6 +115,15 @@ def evaluate(model: TinyViT, x: np.ndarray, y: np.ndarray,
     return total / len(x), float(np.mean(pred == y)), pred
 
 
+def step_shards(model, examples: int) -> int:
+    """How many shards a training step on ``examples`` images runs in
+    (``minigrad.data_parallel``): by the activations the step keeps, so by shape only, and the
+    same on every machine and for any thread count. Any model but a TinyViT: one."""
+    if not isinstance(model, TinyViT):
+        return 1
+    return shards_for(examples, examples * activation_bytes(model.config, 1))
+
+
 def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np.ndarray,
                 num_classes: int, rng: np.random.Generator,
                 fill: np.ndarray | float = 0.0) -> tuple[float, int]:
@@ -136,12 +146,14 @@ def _train_step(model: TinyViT, optimizer, o: TrainOptions, x: np.ndarray, y: np
         # TinyViT.train_step's probe, keeping the logits it computed for the accuracy
         loss, logits = model.probe_step(x, soft.astype(x.dtype), optimizer.lr)
     else:
-        out = model(Tensor(x))
-        loss_t = F.cross_entropy(out, target, label_smoothing=o.label_smoothing)
+        def shard(xs, ts):
+            out = model(Tensor(xs))
+            return F.cross_entropy(out, ts, label_smoothing=o.label_smoothing), out.data
+
         optimizer.zero_grad()
-        loss_t.backward()
+        loss, parts = mg.data_parallel(shard, x, target, shards=step_shards(model, len(x)))
         optimizer.step()
-        loss, logits = float(loss_t.item()), out.data
+        logits = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
     return loss, int(np.sum(np.argmax(logits, axis=1) == y))
 
 
