@@ -54,9 +54,7 @@ class AdamW(Optimizer):
         self.amsgrad = self._checked("amsgrad", amsgrad)
         self.maximize = self._checked("maximize", maximize)
         self._set_groups()
-        for i, (p, group) in enumerate(zip(self.params, self._group_of, strict=True)):
-            self._check_numbers(i, self._compute_dtype(p.data.dtype), group.get("lr", self.lr),
-                                group)
+        self._check_numbers_of_every_param()
 
     def _checked(self, name: str, value: Any) -> Any:
         if name == "betas":

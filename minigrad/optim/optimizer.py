@@ -332,6 +332,13 @@ class Optimizer(OptimizerState):
                 f"{compute})"
             )
 
+    def _check_numbers_of_every_param(self) -> None:
+        """``_check_numbers`` for each parameter with its group's values, at construction (the
+        optimizers whose eps or factors can fail a dtype refuse them before any step)."""
+        for i, (p, group) in enumerate(zip(self.params, self._group_of, strict=True)):
+            self._check_numbers(i, self._compute_dtype(p.data.dtype), group.get("lr", self.lr),
+                                group)
+
     def _check_numbers(self, i: int, compute: np.dtype, lr: float, group: dict) -> None:
         """The step's numbers must fit the dtype they are used in: a learning rate (or a
         factor) that overflows it makes every update inf without an error, and an ``eps``
