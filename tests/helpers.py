@@ -46,6 +46,16 @@ def uniform(rng, lo, hi, *shape, dtype=np.float64) -> np.ndarray:
     return np.asarray(generator(rng).uniform(lo, hi, shape)).astype(dtype, copy=False)
 
 
+def spread(rng, *shape, gap=1e-3) -> np.ndarray:
+    """Normals from ``rng`` no two of which are within ``gap``, redrawn until so: a finite
+    difference of size below ``gap`` never reorders them (sort, max, min, their ties)."""
+    while True:
+        x = rn(rng, *shape)
+        flat = np.sort(x.reshape(-1))
+        if flat.size < 2 or np.min(np.diff(flat)) > gap:
+            return x
+
+
 def leaf(rng, *shape, dtype=np.float64, within=None) -> mg.Tensor:
     """A Tensor of ``shape`` and ``dtype`` that requires grad: standard normals from ``rng``,
     or uniform numbers in ``within`` = (lo, hi) (away from 0, for logs and quotients)."""

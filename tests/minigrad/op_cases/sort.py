@@ -20,15 +20,7 @@ from .base import _sid, add_case, torch_table
 
 _rng = np.random.default_rng(3535)
 rn = partial(helpers.rn, _rng)
-
-
-def spread(*shape, gap=1e-3):
-    """Normals no two of which are within ``gap`` (a finite difference never reorders)."""
-    while True:
-        x = rn(*shape)
-        flat = np.sort(x.reshape(-1))
-        if flat.size < 2 or np.min(np.diff(flat)) > gap:
-            return x
+spread = partial(helpers.spread, _rng)  # normals no two within 1e-3
 
 
 def np_sort_desc(a, axis):
