@@ -15,30 +15,37 @@ import numpy as np
 LR = 0.01
 
 
+def torch_logits(torch, P, x, patch, heads):
+    """TinyViT's forward in PyTorch eager for a batch ``x`` (B, C, S, S) and the parameters
+    ``P`` (a ``TinyViT.state_dict()`` as tensors): the logits (B, K)."""
+    import torch.nn.functional as tF
+    B, C, p = x.shape[0], x.shape[1], patch
+    D = P["pos_embed"].shape[-1]
+    Hs, H, d = x.shape[-1] // p, heads, D // heads
+    patches = x.reshape(B, C, Hs, p, Hs, p).permute(0, 2, 4, 3, 5, 1).reshape(B, Hs * Hs, -1)
+    tok = patches @ P["patch_embed.weight"] + P["patch_embed.bias"]
+    t = torch.cat([P["cls_token"].expand(B, 1, D), tok], 1) + P["pos_embed"]
+    T = t.shape[1]
+    h = tF.layer_norm(t, (D,), P["block.norm1.weight"], P["block.norm1.bias"], 1e-5)
+    qkv = (h @ P["block.attn.qkv.weight"]).reshape(B, T, 3, H, d).permute(2, 0, 3, 1, 4)
+    a = ((qkv[0] * (1.0 / math.sqrt(d))) @ qkv[1].transpose(-1, -2)).softmax(-1)
+    o = (a @ qkv[2]).transpose(1, 2).reshape(B, T, D)
+    t = t + o @ P["block.attn.proj.weight"]
+    h = tF.layer_norm(t, (D,), P["block.norm2.weight"], P["block.norm2.bias"], 1e-5)
+    z = tF.gelu(h @ P["block.mlp.fc1.weight"] + P["block.mlp.fc1.bias"], approximate="tanh")
+    t = t + z @ P["block.mlp.fc2.weight"] + P["block.mlp.fc2.bias"]
+    c = tF.layer_norm(t[:, 0], (D,), P["norm.weight"], P["norm.bias"], 1e-5)
+    return c @ P["head.weight"] + P["head.bias"]
+
+
 def make_torch(cfg, state, x, y):
     import torch
     import torch.nn.functional as tF
     P = {k: torch.tensor(v, dtype=torch.float32, requires_grad=True) for k, v in state.items()}
     xt, yt = torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))
-    B, C, p, D, H = cfg.batch, cfg.channels, cfg.patch, cfg.dim, cfg.heads
-    Hs = cfg.image // p
-    d = D // H
 
     def loss_fn():
-        patches = xt.reshape(B, C, Hs, p, Hs, p).permute(0, 2, 4, 3, 5, 1).reshape(B, Hs * Hs, -1)
-        tok = patches @ P["patch_embed.weight"] + P["patch_embed.bias"]
-        t = torch.cat([P["cls_token"].expand(B, 1, D), tok], 1) + P["pos_embed"]
-        T = t.shape[1]
-        h = tF.layer_norm(t, (D,), P["block.norm1.weight"], P["block.norm1.bias"], 1e-5)
-        qkv = (h @ P["block.attn.qkv.weight"]).reshape(B, T, 3, H, d).permute(2, 0, 3, 1, 4)
-        a = ((qkv[0] * (1.0 / math.sqrt(d))) @ qkv[1].transpose(-1, -2)).softmax(-1)
-        o = (a @ qkv[2]).transpose(1, 2).reshape(B, T, D)
-        t = t + o @ P["block.attn.proj.weight"]
-        h = tF.layer_norm(t, (D,), P["block.norm2.weight"], P["block.norm2.bias"], 1e-5)
-        z = tF.gelu(h @ P["block.mlp.fc1.weight"] + P["block.mlp.fc1.bias"], approximate="tanh")
-        t = t + z @ P["block.mlp.fc2.weight"] + P["block.mlp.fc2.bias"]
-        c = tF.layer_norm(t[:, 0], (D,), P["norm.weight"], P["norm.bias"], 1e-5)
-        return tF.cross_entropy(c @ P["head.weight"] + P["head.bias"], yt)
+        return tF.cross_entropy(torch_logits(torch, P, xt, cfg.patch, cfg.heads), yt)
 
     def step():
         for q in P.values():

@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from minigrad.runtime.blas import blas_threads
 from vit.cli.main import main as vit_main
 from vit.model.losses import mixup
@@ -45,6 +46,7 @@ from vit.train.optimizer import build_optimizer
 from vit.train.options import TrainOptions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from baselines import torch_logits
 from busy import Spinner
 from machine import available, load_average
 
@@ -58,27 +60,6 @@ def minigrad_job(epochs: int, out: str) -> float:
         raise RuntimeError(f"vit train exited with {code}")
     with open(os.path.join(out, "metrics.jsonl")) as f:
         return json.loads(f.read().splitlines()[-1])["test_acc"]
-
-
-def _forward(torch, tF, P, x, o, image):
-    """TinyViT's forward (benchmarks/baselines.py's, for any batch): logits."""
-    B, C = x.shape[0], x.shape[1]
-    p, D, H = o.patch_size, o.dim, o.heads
-    Hs, d = image // p, o.dim // o.heads
-    patches = x.reshape(B, C, Hs, p, Hs, p).permute(0, 2, 4, 3, 5, 1).reshape(B, Hs * Hs, -1)
-    tok = patches @ P["patch_embed.weight"] + P["patch_embed.bias"]
-    t = torch.cat([P["cls_token"].expand(B, 1, D), tok], 1) + P["pos_embed"]
-    T = t.shape[1]
-    h = tF.layer_norm(t, (D,), P["block.norm1.weight"], P["block.norm1.bias"], 1e-5)
-    qkv = (h @ P["block.attn.qkv.weight"]).reshape(B, T, 3, H, d).permute(2, 0, 3, 1, 4)
-    a = ((qkv[0] * (1.0 / math.sqrt(d))) @ qkv[1].transpose(-1, -2)).softmax(-1)
-    out = (a @ qkv[2]).transpose(1, 2).reshape(B, T, D)
-    t = t + out @ P["block.attn.proj.weight"]
-    h = tF.layer_norm(t, (D,), P["block.norm2.weight"], P["block.norm2.bias"], 1e-5)
-    z = tF.gelu(h @ P["block.mlp.fc1.weight"] + P["block.mlp.fc1.bias"], approximate="tanh")
-    t = t + z @ P["block.mlp.fc2.weight"] + P["block.mlp.fc2.bias"]
-    c = tF.layer_norm(t[:, 0], (D,), P["norm.weight"], P["norm.bias"], 1e-5)
-    return c @ P["head.weight"] + P["head.bias"]
 
 
 def torch_job(epochs: int, out: str) -> float:
@@ -96,7 +77,6 @@ def _torch_run(epochs: int, out: str) -> float:
     data = load_task(o)
     normalizer = Normalizer.fit(data.x_train)
     model = build_model(o, data)
-    image = data.image_shape[1]
     x_train, x_test = normalizer(data.x_train, np.float32), normalizer(data.x_test, np.float32)
     fill = normalizer(np.zeros((1, data.image_shape[0], 1, 1)), np.float32)[0, :, 0, 0]
     P = {k: torch.tensor(v, requires_grad=True) for k, v in model.state_dict().items()}
@@ -115,15 +95,16 @@ def _torch_run(epochs: int, out: str) -> float:
             mixed = mixup(x, data.y_train[idx], data.num_classes, alpha=o.mixup, rng=rng)
             for group in opt.param_groups:
                 group["lr"] = schedule_of.lr
-            logits = _forward(torch, tF, P, torch.from_numpy(mixed.x), o, image)
+            logits = torch_logits(torch, P, torch.from_numpy(mixed.x), o.patch_size, o.heads)
             loss = tF.cross_entropy(logits, torch.from_numpy(mixed.y.astype(np.float32)))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             schedule.step()
         with torch.no_grad():
-            logits = torch.cat([_forward(torch, tF, P, torch.from_numpy(x_test[j:j + 512]), o,
-                                         image) for j in range(0, len(x_test), 512)])
+            logits = torch.cat([torch_logits(torch, P, torch.from_numpy(x_test[j:j + 512]),
+                                             o.patch_size, o.heads)
+                                for j in range(0, len(x_test), 512)])
             acc = float((logits.argmax(1) == y_test).float().mean())
         torch.save({"params": P, "optimizer": opt.state_dict()}, os.path.join(out, "ckpt.pt"))
     return acc
