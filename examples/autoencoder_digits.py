@@ -127,9 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--epochs: got {args.epochs}; expected 1..10000")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit: got {args.limit}; expected at least 1")
+    if not 0 <= args.seed < 2**63:
+        parser.error(f"--seed: got {args.seed}; expected 0..2**63-1")
+    try:  # the folder first: a run is not lost to a path that cannot be written
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        parser.error(f"--out: cannot make the folder {args.out.parent}: {e.strerror}")
     r = train(args.epochs, args.seed, limit=args.limit)
     text = json.dumps(r, indent=1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(args.out, lambda f: f.write(text.encode()))
     print(f"test MSE {r['test_mse']:.5f} (pixels 0..1; mean image {r['mean_image_mse']:.5f}, "
           f"PCA-{r['code_size']} {r['pca_mse']:.5f}) after {r['epochs']} epochs, "

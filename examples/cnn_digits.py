@@ -33,6 +33,7 @@ import numpy as np
 
 from minigrad import F, Tensor, nn
 from vit.io.atomic import write_atomic
+from vit.io.files import open_regular
 from vit.model.losses import mixup
 from vit.model.normalizer import Normalizer
 from vit.train.augment import random_affine
@@ -161,6 +162,30 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+#: The largest results file read back (the whole study's is about 30 KB).
+MAX_RESULTS_BYTES = 16 << 20
+
+
+def read_results(path: Path) -> list[dict]:
+    """The runs already in ``path`` (none if it does not exist): a regular file of at most
+    ``MAX_RESULTS_BYTES`` holding a JSON list of run objects with the fields ``key`` reads."""
+    if not path.exists():
+        return []
+    with open_regular(path, "results file") as f:
+        data = f.read(MAX_RESULTS_BYTES + 1)
+    if len(data) > MAX_RESULTS_BYTES:
+        raise ValueError(f"results file over {MAX_RESULTS_BYTES} bytes")
+    try:
+        results = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"results file is not JSON ({e})") from None
+    if not isinstance(results, list) or not all(
+            isinstance(r, dict) and {"model", "fold", "fraction", "augment", "seed", "epochs",
+                                     "accuracy"} <= r.keys() for r in results):
+        raise ValueError("results file is not a list of this study's runs")
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/cnn_study"))
@@ -176,11 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.epochs <= 10_000:
         parser.error(f"--epochs: got {args.epochs}; expected 1..10000")
+    if not 0 <= args.seed < 2**63:
+        parser.error(f"--seed: got {args.seed}; expected 0..2**63-1")
     path = args.out / "results.json"
-    results = json.loads(path.read_text()) if path.is_file() else []
+    try:
+        results = read_results(path)
+        if not args.table:
+            args.out.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as e:
+        parser.error(f"--out: {args.out}: {e}")
     done = {key(r) for r in results}
     if not args.table:
-        args.out.mkdir(parents=True, exist_ok=True)
         for fraction in args.fraction or FRACTIONS:
             for augment in ((True, False) if args.augment is None else (args.augment,)):
                 for m in args.model or MODELS:

@@ -53,3 +53,20 @@ def test_a_tiny_run_trains_and_writes_its_results(tmp_path):
     losses = r["train_loss"]
     assert len(losses) == 4 and losses[-1] < 0.8 * losses[0], losses
     assert 0 < r["test_mse"] < 1 and 0 < r["pca_mse"] < r["mean_image_mse"]
+
+
+def test_bad_options_exit_2_with_one_line_before_training(tmp_path, capsys):
+    """A negative or huge seed, and an output folder that cannot exist, are refused by the
+    parser (exit 2, one line naming the option) before a single epoch runs."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for argv, option in ((["--seed", "-1"], "--seed"), (["--seed", str(2**64)], "--seed"),
+                         (["--out", str(blocker / "r.json")], "--out")):
+        try:
+            ae.main(["--epochs", "1", "--limit", "8", *argv])
+        except SystemExit as e:
+            assert e.code == 2, argv
+        else:
+            raise AssertionError(f"{argv} was accepted")
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert option in err, err

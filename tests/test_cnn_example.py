@@ -81,3 +81,24 @@ def test_one_short_run_per_model_learns(tmp_path):
         r = cnn_digits.run(model, fold=0, fraction=0.25, augment=False, seed=0, epochs=3)
         assert r["test_examples"] == 360 and r["train_examples"] < 400
         assert r["accuracy"] > 0.3  # 10 classes: chance is 0.1
+
+
+def test_bad_options_exit_2_with_one_line(tmp_path, capsys):
+    """A negative seed, an output folder that cannot exist and a results file that is not a
+    study's list are refused with exit 2 and one line, before any run."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "results.json").write_text("{not json")
+    for argv, option in ((["--seed", "-1"], "--seed"),
+                         (["--out", str(blocker / "study")], "--out"),
+                         (["--out", str(junk)], "--out")):
+        try:
+            cnn_digits.main(["--epochs", "1", "--folds", "0", *argv])
+        except SystemExit as e:
+            assert e.code == 2, argv
+        else:
+            raise AssertionError(f"{argv} was accepted")
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert option in err, err
